@@ -1,0 +1,66 @@
+"""Checked mode: remember the storage extent of addresses taken from tensors.
+
+Off by default. Turn it on with ``DEVPTR_CHECKED=1`` in the environment or the
+:func:`checked` context manager. When on, :meth:`DevicePtr.of` records, for the address it
+returns, the byte range ``[start, end)`` of the storage behind the object (a tensor's
+untyped storage). Consumers such as ``devptr.kernels.batch_memcpy`` look ranges up with
+:func:`extent_of` and refuse, before launch, a segment that leaves its storage.
+
+When off the cost is one module-attribute read per :meth:`DevicePtr.of`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+
+_lock = threading.Lock()
+_extents: dict[int, tuple[int, int]] = {}
+
+ENABLED: bool = os.environ.get("DEVPTR_CHECKED", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def is_enabled() -> bool:
+    """Whether checked mode is on."""
+    return ENABLED
+
+
+def record(addr: int, start: int, end: int) -> None:
+    """Remember that ``addr`` points into the storage ``[start, end)``."""
+    with _lock:
+        _extents[addr] = (start, end)
+
+
+def extent_of(addr: int) -> tuple[int, int] | None:
+    """The storage range recorded for ``addr`` (unsigned ints), or None if unknown."""
+    return _extents.get(addr)
+
+
+def storage_extent(obj: object) -> tuple[int, int] | None:
+    """The unsigned byte range of the storage behind ``obj``, when it can be found."""
+    get_storage = getattr(obj, "untyped_storage", None)
+    if get_storage is None:
+        return None
+    storage = get_storage()
+    start = int(storage.data_ptr()) % (1 << 64)
+    return start, start + int(storage.nbytes())
+
+
+@contextlib.contextmanager
+def checked(enabled: bool = True) -> Iterator[None]:
+    """Turn checked mode on (or off) inside a ``with`` block; restores the previous state.
+
+    Recorded extents are kept only for the block: they are cleared on exit.
+    """
+    global ENABLED
+    previous = ENABLED
+    ENABLED = enabled
+    try:
+        yield
+    finally:
+        ENABLED = previous
+        if not previous:
+            with _lock:
+                _extents.clear()

@@ -1,0 +1,28 @@
+"""``devptr demo``: each section shows one part of the library on the installed torch.
+
+A section is a callable taking a rich Console; later parts of the library add theirs to
+``SECTIONS`` (in the order a reader should see them).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from rich.console import Console
+
+Section = Callable[[Console], None]
+
+# module path, function name; imported lazily so a missing optional dependency
+# (triton) disables one section, with a message, not the whole demo.
+SECTIONS: list[tuple[str, str]] = [
+    ("devptr._demo.core", "section"),
+]
+
+
+def run_demo(console: Console | None = None) -> None:
+    """Run every demo section in order."""
+    con = console or Console()
+    for module, name in SECTIONS:
+        fn: Section = getattr(importlib.import_module(module), name)
+        fn(con)

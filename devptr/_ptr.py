@@ -1,0 +1,181 @@
+"""``DevicePtr``: one device address as an unsigned 64-bit value."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Protocol, overload
+
+import attrs
+
+from devptr import _checked
+from devptr._errors import (
+    AddressOverflowError,
+    AddressRangeError,
+    PtrTypeError,
+    describe,
+    hexaddr,
+)
+
+if TYPE_CHECKING:
+    from devptr._encoding import Encoding
+
+ADDR_LIMIT = 1 << 64
+"""One past the largest address."""
+SIGN_BIT = 1 << 63
+"""Addresses at or above this (Intel XPU) do not fit a signed int64."""
+
+
+class SupportsDataPtr(Protocol):
+    """Anything with ``data_ptr()``: tensors, storages, test fakes."""
+
+    def data_ptr(self) -> int: ...
+
+
+def check_int(value: object, what: str = "address") -> int:
+    """Return ``value`` if it is a plain int (not bool), else raise PtrTypeError."""
+    if type(value) is int:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    raise PtrTypeError(f"{what} must be an int (got {describe(value)})")
+
+
+def _valid_addr(_inst: object, _attr: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PtrTypeError(f"address must be an int (got {describe(value)})")
+    if not 0 <= value < ADDR_LIMIT:
+        raise AddressRangeError(f"address must be in [0, 2**64) (got {hexaddr(value)})")
+
+
+@attrs.frozen(order=True, repr=False)
+class DevicePtr:
+    """A device address, held as an unsigned int in ``[0, 2**64)``.
+
+    Comparisons are unsigned. There is deliberately no ``__int__``/``__index__``: code
+    says ``.addr`` (unsigned) or ``.signed`` (int64 two's complement), so a DevicePtr
+    never slips into an integer tensor or array unnoticed.
+
+    Parameters
+    ----------
+    addr
+        The address. ``TypeError`` for anything but an int (bool and float included),
+        ``ValueError`` outside ``[0, 2**64)``.
+    """
+
+    addr: int = attrs.field(validator=_valid_addr)
+
+    NULL: ClassVar[DevicePtr]
+
+    @classmethod
+    def of(cls, obj: SupportsDataPtr, offset: int = 0) -> DevicePtr:
+        """The address of ``obj.data_ptr()`` plus ``offset`` bytes.
+
+        A negative ``data_ptr()`` value (a two's-complement int64) is decoded. In checked
+        mode the extent of the object's storage is remembered for the result.
+        """
+        get = getattr(obj, "data_ptr", None)
+        if get is None:
+            raise PtrTypeError(
+                f"DevicePtr.of() needs an object with data_ptr() (got {describe(obj)})"
+            )
+        raw = get()
+        if type(raw) is not int:
+            raw = check_int(raw, "data_ptr()")
+        if raw < 0:
+            if raw < -SIGN_BIT:
+                raise AddressRangeError(
+                    f"data_ptr() is not an int64 or uint64 value (got {hexaddr(raw)})"
+                )
+            raw += ADDR_LIMIT
+        if offset:
+            raw += check_int(offset, "offset")
+            if not 0 <= raw < ADDR_LIMIT:
+                raise AddressOverflowError(
+                    f"address plus offset leaves [0, 2**64) (got {hexaddr(raw)})"
+                )
+        elif raw >= ADDR_LIMIT:
+            raise AddressRangeError(f"address must be in [0, 2**64) (got {hexaddr(raw)})")
+        if _checked.ENABLED:
+            extent = _checked.storage_extent(obj)
+            if extent is not None:
+                _checked.record(raw, *extent)
+        return cls(raw)
+
+    @classmethod
+    def from_signed(cls, value: int) -> DevicePtr:
+        """Decode an int64 two's-complement value (``[-2**63, 2**63)``)."""
+        value = check_int(value, "signed address")
+        if not -SIGN_BIT <= value < SIGN_BIT:
+            raise AddressRangeError(
+                f"signed address must be in [-2**63, 2**63) (got {hexaddr(value)})"
+            )
+        return cls(value + ADDR_LIMIT if value < 0 else value)
+
+    @property
+    def signed(self) -> int:
+        """The int64 two's-complement value with the same 64 bits."""
+        a = self.addr
+        return a - ADDR_LIMIT if a >= SIGN_BIT else a
+
+    def encode(self, encoding: Encoding) -> int:
+        """The int a container of ``encoding`` holds for this address."""
+        from devptr._encoding import Encoding
+
+        if encoding is Encoding.U64:
+            return self.addr
+        if encoding is Encoding.I64:
+            return self.signed
+        raise PtrTypeError(f"encoding must be an Encoding (got {describe(encoding)})")
+
+    @property
+    def is_null(self) -> bool:
+        """Whether this is address 0."""
+        return self.addr == 0
+
+    def is_aligned(self, n: int) -> bool:
+        """Whether the address is a multiple of ``n`` (a positive int)."""
+        n = check_int(n, "alignment")
+        if n <= 0:
+            raise AddressRangeError(f"alignment must be positive (got {n})")
+        return self.addr % n == 0
+
+    def __add__(self, n: int) -> DevicePtr:
+        if type(n) is not int:
+            if isinstance(n, bool) or not isinstance(n, int):
+                return NotImplemented
+        r = self.addr + n
+        if not 0 <= r < ADDR_LIMIT:
+            raise AddressOverflowError(f"{self!r} + {n} leaves [0, 2**64) (got {hexaddr(r)})")
+        return DevicePtr(r)
+
+    __radd__ = __add__
+
+    @overload
+    def __sub__(self, other: DevicePtr) -> int: ...
+
+    @overload
+    def __sub__(self, other: int) -> DevicePtr: ...
+
+    def __sub__(self, other: DevicePtr | int) -> DevicePtr | int:
+        if isinstance(other, DevicePtr):
+            return self.addr - other.addr
+        if type(other) is not int:
+            if isinstance(other, bool) or not isinstance(other, int):
+                return NotImplemented
+        r = self.addr - other
+        if not 0 <= r < ADDR_LIMIT:
+            raise AddressOverflowError(f"{self!r} - {other} leaves [0, 2**64) (got {hexaddr(r)})")
+        return DevicePtr(r)
+
+    def __repr__(self) -> str:
+        return f"DevicePtr({self.addr:#x})"
+
+    def __format__(self, spec: str) -> str:
+        return (
+            format(repr(self), spec)
+            if not spec or spec[-1] not in "xXdob"
+            else format(self.addr, spec)
+        )
+
+
+DevicePtr.NULL = DevicePtr(0)

@@ -1,0 +1,121 @@
+"""Free functions for code that keeps its own containers: store, ptr_tensor, addresses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from devptr._convert import U64, U64Array, ptr_array
+from devptr._encoding import Encoding, encoding_for
+from devptr._errors import LengthMismatchError, PtrTypeError, describe
+from devptr._ptr import DevicePtr
+from devptr._storage import check_encoding_arg
+from devptr._strided import strided_addresses
+
+_OK_TORCH = (torch.int64, torch.uint64)
+_OK_NUMPY = (np.dtype(np.int64), np.dtype(np.uint64))
+
+
+def _values(ptrs: object) -> U64Array | np.uint64:
+    if type(ptrs) is DevicePtr:
+        return np.uint64(ptrs.addr)
+    return ptr_array(ptrs)
+
+
+def _check_shape(target_shape: tuple[int, ...], vals: U64Array | np.uint64) -> None:
+    vshape = np.shape(vals)
+    if tuple(target_shape) != vshape:
+        raise LengthMismatchError(
+            f"store(): the index selects shape {tuple(target_shape)}, "
+            f"the addresses have shape {vshape} (no broadcasting)"
+        )
+
+
+def store(container: torch.Tensor | np.ndarray, index: Any, ptrs: object) -> None:
+    """Write DevicePtr(s) bit-exactly into an int64 or uint64 tensor or numpy array.
+
+    Works on every supported torch version (it never uses torch's integer setitem, whose
+    sign rules differ between 2.13 and 2.14). int64 containers receive the two's
+    complement of addresses >= 2**63, uint64 containers the address itself; both hold the
+    same bits.
+
+    Parameters
+    ----------
+    container
+        A ``torch.int64``/``torch.uint64`` tensor (any device) or an int64/uint64 numpy
+        array. Anything else raises :class:`PtrTypeError`.
+    index
+        Anything basic indexing takes (int, slice, tuple of them) or an integer index array.
+    ptrs
+        A DevicePtr for a scalar target; a sequence of DevicePtrs, of tensors, or a uint64
+        array of exactly the target's shape otherwise (no broadcasting).
+
+    Notes
+    -----
+    Device containers receive one synchronous host-to-device copy. Validation (types,
+    shape) happens before anything is written.
+    """
+    vals = _values(ptrs)
+    if isinstance(container, np.ndarray):
+        if container.dtype not in _OK_NUMPY:
+            raise PtrTypeError(
+                f"store() needs an int64 or uint64 container (got numpy {container.dtype})"
+            )
+        view = container.view(U64)
+        _check_shape(np.shape(view[index]), vals)
+        view[index] = vals
+        return
+    if isinstance(container, torch.Tensor):
+        if container.dtype not in _OK_TORCH:
+            raise PtrTypeError(
+                f"store() needs an int64 or uint64 container (got {container.dtype})"
+            )
+        if container.device.type == "cpu":
+            arr = (
+                container.numpy().view(U64) if container.dtype == torch.int64 else container.numpy()
+            )
+            _check_shape(np.shape(arr[index]), vals)
+            arr[index] = vals
+            return
+        dev = container.view(torch.int64)
+        target = dev[index]
+        _check_shape(tuple(target.shape), vals)
+        src = torch.from_numpy(np.atleast_1d(np.asarray(vals, dtype=U64)).view(np.int64))
+        dev[index] = src.reshape(target.shape).to(container.device)
+        return
+    raise PtrTypeError(f"store() needs a torch tensor or numpy array (got {describe(container)})")
+
+
+def ptr_tensor(
+    ptrs_or_tensors: object,
+    *,
+    encoding: Encoding | None = None,
+    device: str | torch.device | None = None,
+) -> torch.Tensor:
+    """A new 1-D tensor holding the addresses of DevicePtrs or tensors.
+
+    ``encoding`` defaults to :func:`encoding_for` ``device`` (CPU when None), so an int64
+    consumer keeps its int64 table and an XPU consumer gets uint64. The table is built on
+    the host and moved with one copy when ``device`` is not the CPU.
+    """
+    check_encoding_arg(encoding)
+    arr = ptr_array(ptrs_or_tensors, "ptrs_or_tensors")
+    enc = (
+        encoding if encoding is not None else encoding_for(device if device is not None else "cpu")
+    )
+    host = torch.from_numpy(np.array(arr, dtype=U64).view(np.int64)).view(enc.torch_dtype)
+    if device is None or torch.device(device).type == "cpu":
+        return host
+    return host.view(torch.int64).to(device).view(enc.torch_dtype)
+
+
+def addresses(base: DevicePtr, index: object, stride: object, offset: object = 0) -> U64Array:
+    """``base + index * stride + offset`` as a new uint64 array, overflow-checked.
+
+    ``index``: 1-D non-negative integers of any integer dtype (never float);
+    ``stride``/``offset``: non-negative ints or arrays of the same length.
+    Raises :class:`AddressOverflowError` when a result would leave ``[0, 2**64)``.
+    """
+    return strided_addresses(base, index, stride, offset)

@@ -1,0 +1,29 @@
+"""The ``devptr`` command line: ``demo``, ``check``, ``migrate``."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="devptr",
+    help="Device pointers as a typed, checked value.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.command()
+def demo() -> None:
+    """Show the torch/numpy traps on the installed torch and devptr's bit-exact path."""
+    from devptr._demo import run_demo
+
+    run_demo()
+
+
+def main() -> None:
+    """Console entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
