@@ -1,0 +1,178 @@
+"""PtrBuffer: bit-exact storage, views, fills, errors that write nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from devptr import (
+    AddressOverflowError,
+    CapacityError,
+    DevicePtr,
+    DevPtrError,
+    Encoding,
+    LengthMismatchError,
+    PtrBuffer,
+    PtrTypeError,
+)
+from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, FakeTensor
+
+addr_lists = st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=40)
+
+
+def _roundtrip(values: list[int]) -> None:
+    buf = PtrBuffer(len(values), device="cpu", pin_memory=False)
+    for i, a in enumerate(values):
+        buf[i] = DevicePtr(a)
+    assert [p.addr for p in buf[:]] == values
+    u = buf.host(Encoding.U64)
+    i64 = buf.host(Encoding.I64)
+    assert u.dtype == torch.uint64 and i64.dtype == torch.int64
+    assert u.tolist() == values
+    assert [DevicePtr.from_signed(v).addr for v in i64.tolist()] == values
+    assert buf.numpy().tolist() == values
+    dev = buf.to_device(encoding=Encoding.I64)
+    assert dev.dtype == torch.int64
+    assert dev.view(torch.uint64).tolist() == values
+    assert buf.device(Encoding.U64).tolist() == values
+
+
+def test_pattern_classes_roundtrip() -> None:
+    _roundtrip(list(PATTERN_ADDRESSES))
+
+
+@settings(max_examples=60, deadline=None)
+@given(addr_lists)
+def test_random_roundtrip(values: list[int]) -> None:
+    _roundtrip(values)
+
+
+def test_views_are_zero_copy() -> None:
+    buf = PtrBuffer(4, pin_memory=False)
+    h = buf.host(Encoding.I64)
+    buf[1] = DevicePtr(2**64 - 8)
+    assert h[1].item() == -8
+    assert buf.host(Encoding.U64).data_ptr() == h.data_ptr() == buf.numpy().ctypes.data
+
+
+def test_default_encoding_follows_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEVPTR_ENCODING", raising=False)
+    assert PtrBuffer(2).host().dtype == torch.int64
+    monkeypatch.setenv("DEVPTR_ENCODING", "cpu=U64")
+    assert PtrBuffer(2, device="cpu").host().dtype == torch.uint64
+
+
+def test_fill_from_ptrs_tensors_and_arrays() -> None:
+    ts = [torch.zeros(4) for _ in range(3)]
+    buf = PtrBuffer(10, pin_memory=False)
+    end = buf.fill(0, ts)
+    assert end == 3
+    assert buf.numpy()[:3].tolist() == [t.data_ptr() for t in ts]
+    end = buf.fill(end, [DevicePtr(a) for a in HIGH_ADDRESSES])
+    assert end == 3 + len(HIGH_ADDRESSES)
+    end = buf.fill(end, np.array([2**64 - 1], dtype=np.uint64))
+    assert buf[end - 1] == DevicePtr(2**64 - 1)
+    assert buf.fill(end, [FakeTensor(-8)]) == end + 1
+    assert buf[end] == DevicePtr(2**64 - 8)
+
+
+@pytest.mark.parametrize("bad", [[5], [DevicePtr(1), 5], np.array([1], dtype=np.int64), [1.0], [None], [True]])
+def test_fill_rejects_raw_values_and_writes_nothing(bad: object) -> None:
+    buf = PtrBuffer(4, pin_memory=False)
+    with pytest.raises(TypeError):
+        buf.fill(0, bad)
+    assert buf.numpy().tolist() == [0, 0, 0, 0]
+
+
+def test_setitem_errors() -> None:
+    buf = PtrBuffer(2, pin_memory=False)
+    for bad in (5, 2**63, np.uint64(5), 1.0, True, None):
+        with pytest.raises(PtrTypeError, match="DevicePtr"):
+            buf[0] = bad  # type: ignore[assignment]
+    with pytest.raises(CapacityError, match="out of range"):
+        buf[2] = DevicePtr(1)
+    with pytest.raises(CapacityError):
+        buf[-1] = DevicePtr(1)
+    with pytest.raises(CapacityError):
+        buf[2]
+    with pytest.raises(PtrTypeError):
+        buf["a"] = DevicePtr(1)  # type: ignore[index]
+    with pytest.raises(LengthMismatchError):
+        buf[0:2] = [DevicePtr(1)]
+    assert buf.numpy().tolist() == [0, 0]
+    buf[0:2] = [DevicePtr(7), DevicePtr(2**63)]
+    assert buf.numpy().tolist() == [7, 2**63]
+
+
+def test_fill_capacity_and_length() -> None:
+    buf = PtrBuffer(3, pin_memory=False)
+    with pytest.raises(CapacityError, match="exceed capacity 3"):
+        buf.fill(2, [DevicePtr(1), DevicePtr(2)])
+    with pytest.raises(CapacityError):
+        buf.fill(4, [])
+    with pytest.raises(CapacityError):
+        buf.fill(-1, [DevicePtr(1)])
+    assert buf.numpy().tolist() == [0, 0, 0]
+    with pytest.raises(DevPtrError, match="no device mirror"):
+        buf.to_device(1)
+    buf2 = PtrBuffer(3, device="cpu", pin_memory=False)
+    with pytest.raises(CapacityError):
+        buf2.to_device(4)
+
+
+def test_no_mirror_errors() -> None:
+    buf = PtrBuffer(3, pin_memory=False)
+    with pytest.raises(DevPtrError, match="no device mirror"):
+        buf.device()
+
+
+def test_to_device_copies_prefix_only() -> None:
+    buf = PtrBuffer(4, device="cpu", pin_memory=False)
+    buf.fill(0, [DevicePtr(a) for a in (1, 2**63, 3, 4)])
+    out = buf.to_device(2)
+    assert out.shape == (2,)
+    assert buf.device(Encoding.U64).tolist() == [1, 2**63, 0, 0]
+    buf[0] = DevicePtr(9)
+    assert buf.device(Encoding.U64)[0].item() == 1  # mirror holds what was copied
+
+
+def test_fill_strided_exact_and_uint64() -> None:
+    buf = PtrBuffer(6, pin_memory=False)
+    base = DevicePtr(2**63 + 4096)
+    for idx in (np.arange(3, dtype=np.int32), np.arange(3, dtype=np.uint64), [0, 1, 2],
+                torch.arange(3)):
+        end = buf.fill_strided(1, base, idx, np.int64(4096), offset=8)
+        assert end == 4
+        assert buf.numpy().dtype == np.uint64
+        assert buf.numpy()[1:4].tolist() == [2**63 + 4096 + k * 4096 + 8 for k in range(3)]
+
+
+def test_fill_strided_overflow_writes_nothing() -> None:
+    buf = PtrBuffer(4, pin_memory=False)
+    with pytest.raises(AddressOverflowError):
+        buf.fill_strided(0, DevicePtr(2**64 - 4096), [0, 1], 4096)
+    with pytest.raises(AddressOverflowError):
+        buf.fill_strided(0, DevicePtr(2**64 - 8), [0], 0, offset=8)
+    with pytest.raises(CapacityError):
+        buf.fill_strided(3, DevicePtr(0), [0, 1], 8)
+    assert buf.numpy().tolist() == [0, 0, 0, 0]
+
+
+def test_pinned_request_without_accelerator() -> None:
+    if torch.cuda.is_available():
+        assert PtrBuffer(2, pin_memory=True).is_pinned
+    else:
+        with pytest.raises(DevPtrError, match="pinned host memory needs an accelerator"):
+            PtrBuffer(2, pin_memory=True)
+        assert not PtrBuffer(2).is_pinned  # auto: falls back cleanly
+
+
+def test_capacity_validation() -> None:
+    with pytest.raises(CapacityError):
+        PtrBuffer(-1)
+    with pytest.raises(CapacityError):
+        PtrBuffer(2.0)  # type: ignore[type-var]
+    assert len(PtrBuffer(5)) == PtrBuffer(5).capacity == 5

@@ -1,0 +1,63 @@
+"""Encoding and the backend registry."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from devptr import DevPtrError, Encoding, UnknownBackendError, encoding_for, register_backend
+
+
+def test_dtypes() -> None:
+    assert Encoding.U64.torch_dtype is torch.uint64
+    assert Encoding.I64.torch_dtype is torch.int64
+    assert Encoding.U64.numpy_dtype == np.uint64
+    assert Encoding.I64.numpy_dtype == np.int64
+
+
+@pytest.mark.parametrize(
+    ("dev", "enc"),
+    [("xpu", Encoding.U64), ("cuda", Encoding.I64), ("cpu", Encoding.I64), ("hip", Encoding.I64),
+     ("cuda:1", Encoding.I64), ("xpu:0", Encoding.U64), (torch.device("cpu"), Encoding.I64),
+     (torch.zeros(1), Encoding.I64)],
+)
+def test_defaults(dev: object, enc: Encoding, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEVPTR_ENCODING", raising=False)
+    assert encoding_for(dev) is enc  # type: ignore[arg-type]
+
+
+def test_unknown_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEVPTR_ENCODING", raising=False)
+    with pytest.raises(UnknownBackendError, match="unknown backend 'tpu9'") as info:
+        encoding_for("tpu9")
+    assert isinstance(info.value, ValueError) and isinstance(info.value, DevPtrError)
+    with pytest.raises(UnknownBackendError):
+        encoding_for(3)  # type: ignore[arg-type]
+
+
+def test_register_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DEVPTR_ENCODING", raising=False)
+    register_backend("mybackend_u", Encoding.U64)
+    assert encoding_for("mybackend_u") is Encoding.U64
+    register_backend("mybackend_u", Encoding.I64)
+    assert encoding_for("mybackend_u") is Encoding.I64
+    with pytest.raises(UnknownBackendError):
+        register_backend("bad:0", Encoding.U64)
+    with pytest.raises(UnknownBackendError):
+        register_backend("ok", "U64")  # type: ignore[arg-type]
+
+
+def test_env_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DEVPTR_ENCODING", "U64")
+    assert encoding_for("cuda") is Encoding.U64
+    monkeypatch.setenv("DEVPTR_ENCODING", "xpu=I64, cuda=U64")
+    assert encoding_for("cuda") is Encoding.U64
+    assert encoding_for("xpu") is Encoding.I64
+    assert encoding_for("cpu") is Encoding.I64
+    monkeypatch.setenv("DEVPTR_ENCODING", "U65")
+    with pytest.raises(UnknownBackendError, match="U64"):
+        encoding_for("cuda")
+    monkeypatch.setenv("DEVPTR_ENCODING", "U64")
+    with pytest.raises(UnknownBackendError):
+        encoding_for("tpu9")

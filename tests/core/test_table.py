@@ -1,0 +1,76 @@
+"""PtrTable: pointer columns next to integer columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from devptr import (
+    AddressRangeError,
+    CapacityError,
+    Column,
+    DevicePtr,
+    Encoding,
+    LengthMismatchError,
+    PtrTable,
+    PtrTypeError,
+)
+from devptr.testing import HIGH_ADDRESSES
+
+COLS = {"src": Column.PTR, "dst": Column.PTR, "nbytes": Column.INT, "flag": Column.INT}
+
+
+def test_fill_and_views() -> None:
+    t = PtrTable(5, COLS, device="cpu", pin_memory=False)
+    src = [DevicePtr(a) for a in HIGH_ADDRESSES]
+    dst = np.array([1, 2, 3, 2**63 - 1], dtype=np.uint64)
+    end = t.fill(1, src=src, dst=dst, nbytes=[4096, 1, 0, 2**40], flag=np.array([-1, 0, 1, 2]))
+    assert end == 5
+    u = t.host(Encoding.U64)
+    i = t.host(Encoding.I64)
+    assert u.shape == (5, 4) and u.dtype == torch.uint64 and i.dtype == torch.int64
+    assert u[1:, 0].tolist() == list(HIGH_ADDRESSES)
+    assert i[1:, 2].tolist() == [4096, 1, 0, 2**40]
+    assert i[1:, 3].tolist() == [-1, 0, 1, 2]
+    assert t.column("src").tolist()[1:] == list(HIGH_ADDRESSES)
+    assert t.column("flag").dtype == np.int64 and t.column("flag")[1] == -1
+    assert t[1] == {"src": DevicePtr(HIGH_ADDRESSES[0]), "dst": DevicePtr(1), "nbytes": 4096, "flag": -1}
+    assert t.column_index("nbytes") == 2
+    dev = t.to_device(encoding=Encoding.I64)
+    assert dev.view(torch.uint64)[1:, 0].tolist() == list(HIGH_ADDRESSES)
+
+
+def test_row_setitem() -> None:
+    t = PtrTable(2, COLS, pin_memory=False)
+    t[0] = {"src": DevicePtr(2**64 - 8), "dst": DevicePtr(0), "nbytes": 7, "flag": -3}
+    assert t[0]["src"] == DevicePtr(2**64 - 8) and t[0]["flag"] == -3
+    with pytest.raises(PtrTypeError, match="DevicePtr"):
+        t[1] = {"src": 5, "dst": DevicePtr(0), "nbytes": 7, "flag": 0}
+    with pytest.raises(PtrTypeError, match="takes an int"):
+        t[1] = {"src": DevicePtr(1), "dst": DevicePtr(0), "nbytes": DevicePtr(7), "flag": 0}
+    with pytest.raises(CapacityError):
+        t[2] = {"src": DevicePtr(1), "dst": DevicePtr(0), "nbytes": 7, "flag": 0}
+    assert t.numpy()[1].tolist() == [0, 0, 0, 0]
+
+
+def test_errors_write_nothing() -> None:
+    t = PtrTable(2, COLS, pin_memory=False)
+    ok = {"src": [DevicePtr(1)], "dst": [DevicePtr(2)], "nbytes": [3], "flag": [0]}
+    with pytest.raises(PtrTypeError, match="missing"):
+        t.fill(0, src=[DevicePtr(1)])
+    with pytest.raises(LengthMismatchError):
+        t.fill(0, **{**ok, "nbytes": [1, 2]})
+    with pytest.raises(PtrTypeError):
+        t.fill(0, **{**ok, "src": [1]})
+    with pytest.raises(PtrTypeError):
+        t.fill(0, **{**ok, "nbytes": [1.5]})
+    with pytest.raises(AddressRangeError):
+        t.fill(0, **{**ok, "nbytes": np.array([2**63], dtype=np.uint64)})
+    with pytest.raises(CapacityError):
+        t.fill(2, **ok)
+    assert t.numpy().tolist() == [[0] * 4, [0] * 4]
+    with pytest.raises(PtrTypeError):
+        PtrTable(2, {})
+    with pytest.raises(PtrTypeError):
+        PtrTable(2, {"a": "ptr"})  # type: ignore[dict-item]

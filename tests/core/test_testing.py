@@ -1,0 +1,52 @@
+"""devptr.testing: fakes and the high-address mode."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from devptr import DevicePtr, PtrBuffer, ptr_tensor
+from devptr.testing import (
+    HIGH_ADDRESSES,
+    TOP_ALIGNED,
+    FakeTensor,
+    fake_tensors,
+    high_addresses,
+    real_address,
+)
+
+
+def test_fake_tensor() -> None:
+    assert FakeTensor(TOP_ALIGNED).data_ptr() == 2**64 - 8
+    assert DevicePtr.of(FakeTensor(-8)).addr == TOP_ALIGNED
+    assert all(a >= 2**63 for a in HIGH_ADDRESSES)
+    fakes = fake_tensors(count=3, stride=64)
+    assert [f.data_ptr() for f in fakes][1] - fakes[0].data_ptr() == 64
+    with pytest.raises(ValueError):
+        FakeTensor(2**64)
+    with pytest.raises(TypeError):
+        FakeTensor(1.0)  # type: ignore[arg-type]
+
+
+def test_high_addresses_mode() -> None:
+    t = torch.zeros(4)
+    real = t.data_ptr()
+    with high_addresses():
+        high = t.data_ptr()
+        assert high >= 2**63
+        assert t.untyped_storage().data_ptr() >= 2**63
+        with high_addresses():  # re-entrant
+            assert t.data_ptr() == high
+        p = DevicePtr.of(t)
+        buf = PtrBuffer(1, pin_memory=False)
+        buf.fill(0, [t])
+        assert buf[0] == p
+        with pytest.raises(ValueError, match="Overflow"):
+            torch.tensor([t.data_ptr()], dtype=torch.int64)
+        assert ptr_tensor([t]).view(torch.uint64).item() == high
+    assert t.data_ptr() == real
+    assert real_address(p).addr == real
+
+
+def test_fixture(high_addresses_mode: None) -> None:
+    assert torch.zeros(1).data_ptr() >= 2**63
