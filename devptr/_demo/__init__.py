@@ -23,6 +23,8 @@ SECTIONS: list[tuple[str, str]] = [
 def run_demo(console: Console | None = None) -> None:
     """Run every demo section in order."""
     con = console or Console()
+    if console is None and not con.is_terminal and con.width < 120:
+        con = Console(width=120)  # piped output (CI logs, files): no truncated addresses
     for module, name in SECTIONS:
         fn: Section = getattr(importlib.import_module(module), name)
         fn(con)

@@ -79,7 +79,9 @@ def test_fill_from_ptrs_tensors_and_arrays() -> None:
     assert buf[end] == DevicePtr(2**64 - 8)
 
 
-@pytest.mark.parametrize("bad", [[5], [DevicePtr(1), 5], np.array([1], dtype=np.int64), [1.0], [None], [True]])
+@pytest.mark.parametrize(
+    "bad", [[5], [DevicePtr(1), 5], np.array([1], dtype=np.int64), [1.0], [None], [True]]
+)
 def test_fill_rejects_raw_values_and_writes_nothing(bad: object) -> None:
     buf = PtrBuffer(4, pin_memory=False)
     with pytest.raises(TypeError):
@@ -142,8 +144,7 @@ def test_to_device_copies_prefix_only() -> None:
 def test_fill_strided_exact_and_uint64() -> None:
     buf = PtrBuffer(6, pin_memory=False)
     base = DevicePtr(2**63 + 4096)
-    for idx in (np.arange(3, dtype=np.int32), np.arange(3, dtype=np.uint64), [0, 1, 2],
-                torch.arange(3)):
+    for idx in (np.arange(3, dtype=np.int32), np.arange(3, dtype=np.uint64), [0, 1, 2], torch.arange(3)):
         end = buf.fill_strided(1, base, idx, np.int64(4096), offset=8)
         assert end == 4
         assert buf.numpy().dtype == np.uint64

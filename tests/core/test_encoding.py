@@ -18,9 +18,16 @@ def test_dtypes() -> None:
 
 @pytest.mark.parametrize(
     ("dev", "enc"),
-    [("xpu", Encoding.U64), ("cuda", Encoding.I64), ("cpu", Encoding.I64), ("hip", Encoding.I64),
-     ("cuda:1", Encoding.I64), ("xpu:0", Encoding.U64), (torch.device("cpu"), Encoding.I64),
-     (torch.zeros(1), Encoding.I64)],
+    [
+        ("xpu", Encoding.U64),
+        ("cuda", Encoding.I64),
+        ("cpu", Encoding.I64),
+        ("hip", Encoding.I64),
+        ("cuda:1", Encoding.I64),
+        ("xpu:0", Encoding.U64),
+        (torch.device("cpu"), Encoding.I64),
+        (torch.zeros(1), Encoding.I64),
+    ],
 )
 def test_defaults(dev: object, enc: Encoding, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DEVPTR_ENCODING", raising=False)

@@ -93,7 +93,9 @@ def test_wrong_numpy_dtype(dtype: type) -> None:
         store(np.zeros(2, dtype=dtype), 0, DevicePtr(1))
 
 
-@pytest.mark.parametrize("bad", [5, 2**63, -8, np.uint64(5), 1.5, None, True, [5], np.array([1], dtype=np.int64)])
+@pytest.mark.parametrize(
+    "bad", [5, 2**63, -8, np.uint64(5), 1.5, None, True, [5], np.array([1], dtype=np.int64)]
+)
 def test_raw_values_rejected(bad: object) -> None:
     t = torch.zeros(1, dtype=torch.int64)
     with pytest.raises(TypeError):
@@ -123,7 +125,10 @@ def test_ptr_tensor(enc: Encoding) -> None:
     t = ptr_tensor(ptrs, encoding=enc)
     assert t.dtype == enc.torch_dtype
     assert _bits(t) == list(PATTERN_ADDRESSES)
-    assert _bits(ptr_tensor([FakeTensor(2**64 - 8), FakeTensor(-16)], encoding=enc)) == [2**64 - 8, 2**64 - 16]
+    assert _bits(ptr_tensor([FakeTensor(2**64 - 8), FakeTensor(-16)], encoding=enc)) == [
+        2**64 - 8,
+        2**64 - 16,
+    ]
 
 
 def test_ptr_tensor_default_and_device() -> None:
