@@ -1,0 +1,318 @@
+"""``swap_blocks_batch``: run a batch of raw copies through the best path available.
+
+Paths, chosen per call (``path="auto"``):
+
+``op``
+    A platform op registered for the consumer's device type (:func:`register_swap_op`),
+    or vLLM's ``torch.ops._C_cache_ops.swap_blocks_batch`` when vLLM is installed (found
+    at the first dispatch, never at import). It receives host (CPU) tensors in
+    :func:`devptr.encoding_for` its device type: int64 src, dst and sizes for CUDA/ROCm,
+    uint64 for XPU.
+``kernel``
+    The portable path: the descriptors go to the device in one copy and
+    ``devptr.kernels.batch_memcpy`` copies the bytes. Device-to-device, and device-to-host
+    or host-to-device when the host memory is pinned (the GPU reads and writes pinned host
+    memory through unified addressing). Stream-ordered on the current stream.
+``host``
+    When the copies run on the CPU (no accelerator: every tensor is host memory), a
+    ``ctypes.memmove`` per copy, synchronous.
+
+``auto`` picks ``op`` when one exists for the backend, else ``host`` when the device is
+the CPU, else ``kernel``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import importlib.util
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import torch
+
+from devptr import Encoding, encoding_for
+from devptr._convert import U64, U64Array
+from devptr._errors import (
+    AddressRangeError,
+    CapacityError,
+    DevPtrError,
+    LengthMismatchError,
+    PtrTypeError,
+    UnknownBackendError,
+    describe,
+)
+from devptr._ptr import SIGN_BIT
+from devptr.adapters._ec_descriptors import check_extent, default_device
+
+if TYPE_CHECKING:
+    from devptr.adapters._ec_descriptors import DescriptorBuffers
+
+SwapOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], None]
+"""``fn(src, dst, sizes, is_src_access_order_any)``: host tensors of equal length, in the
+encoding of the op's device type; every entry is one copy of ``sizes[i]`` bytes."""
+
+SwapPath = Literal["auto", "op", "kernel", "host"]
+
+_lock = threading.Lock()
+_registered: dict[str, SwapOp | None] = {}
+_detected: dict[str, SwapOp | None] = {}
+_VLLM_TYPES = frozenset({"cuda", "xpu"})
+
+
+def register_swap_op(device_type: str, fn: SwapOp | None) -> None:
+    """Use ``fn`` for ``swap_blocks_batch`` on ``device_type`` (``"cuda"``, ``"xpu"``...).
+
+    ``fn`` receives host tensors in :func:`devptr.encoding_for` ``device_type``. ``None``
+    means "no platform op": the portable path runs even when vLLM is installed. Undo
+    either with :func:`unregister_swap_op`.
+    """
+    if not isinstance(device_type, str) or not device_type or ":" in device_type:
+        raise UnknownBackendError(
+            f"device_type must be a device type such as 'cuda' (got {describe(device_type)})"
+        )
+    encoding_for(device_type)  # unknown names fail here
+    if fn is not None and not callable(fn):
+        raise PtrTypeError(f"fn must be callable or None (got {describe(fn)})")
+    with _lock:
+        _registered[device_type] = fn
+
+
+def unregister_swap_op(device_type: str) -> None:
+    """Forget a registration: ``device_type`` goes back to vLLM detection / portable path."""
+    with _lock:
+        _registered.pop(device_type, None)
+
+
+def _vllm_op(device_type: str) -> SwapOp | None:
+    """vLLM's op for ``device_type`` when vLLM is installed and its extension loads."""
+    if device_type not in _VLLM_TYPES or importlib.util.find_spec("vllm") is None:
+        return None
+
+    def lookup() -> Callable[..., None] | None:
+        try:
+            fn: Callable[..., None] = getattr(torch.ops._C_cache_ops, "swap_blocks_batch")  # noqa: B009
+        except (AttributeError, RuntimeError):
+            return None
+        return fn
+
+    op = lookup()
+    if op is None:
+        try:  # loading the extension registers the op
+            importlib.import_module("vllm._C")
+        except Exception:  # any failure of a foreign extension: use the portable path
+            return None
+        op = lookup()
+    if op is None:
+        return None
+    found = op
+
+    if device_type == "xpu":
+
+        def xpu_op(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, _any: bool) -> None:
+            found(src, dst, sizes)
+
+        return xpu_op
+
+    def cuda_op(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, any_: bool) -> None:
+        found(src, dst, sizes, any_)
+
+    return cuda_op
+
+
+def swap_op_for(device_type: str) -> SwapOp | None:
+    """The platform op ``swap_blocks_batch`` uses for ``device_type``, or None."""
+    with _lock:
+        if device_type in _registered:
+            return _registered[device_type]
+        if device_type in _detected:
+            return _detected[device_type]
+    op = _vllm_op(device_type)
+    with _lock:
+        _detected[device_type] = op
+    return op
+
+
+def choose_path(backend: str, device: torch.device, path: SwapPath = "auto") -> SwapPath:
+    """The path ``swap_blocks_batch`` takes for ``backend``'s op and copies on ``device``."""
+    if path not in ("auto", "op", "kernel", "host"):
+        raise PtrTypeError(f"path must be 'auto', 'op', 'kernel' or 'host' (got {path!r})")
+    if path == "op" and swap_op_for(backend) is None:
+        raise DevPtrError(f"no swap_blocks_batch op is registered for {backend!r}")
+    if path == "host" and device.type != "cpu":
+        raise DevPtrError(f"the host copy path runs only on the CPU (device is {device})")
+    if path != "auto":
+        return path
+    if swap_op_for(backend) is not None:
+        return "op"
+    return "host" if device.type == "cpu" else "kernel"
+
+
+# -- validation -------------------------------------------------------------------------
+def _as_u64(t: object, name: str, n: int) -> U64Array:
+    if not isinstance(t, torch.Tensor):
+        raise PtrTypeError(f"{name} must be a torch tensor (got {describe(t)})")
+    if t.device.type != "cpu" or t.dtype not in (torch.int64, torch.uint64) or t.ndim != 1:
+        raise PtrTypeError(
+            f"{name} must be a 1-D int64 or uint64 CPU tensor (got {t.dtype}, "
+            f"shape {tuple(t.shape)}, on {t.device})"
+        )
+    if t.shape[0] < n:
+        raise LengthMismatchError(f"{name} has {t.shape[0]} entries, fewer than n={n}")
+    if not t.is_contiguous():
+        raise PtrTypeError(f"{name} must be contiguous")
+    arr: U64Array = t[:n].numpy().view(U64)
+    return arr
+
+
+def validate(src: U64Array, dst: U64Array, sizes: U64Array) -> None:
+    """Refuse byte counts >= 2**63, null addresses with bytes, and copies past 2**64."""
+    if sizes.size == 0:
+        return
+    if int(sizes.max()) >= SIGN_BIT:
+        raise AddressRangeError(
+            f"byte counts must be non-negative and below 2**63 (got {int(sizes.max()):#x} "
+            "as uint64: a negative int64?)"
+        )
+    live = sizes != 0
+    null = live & ((src == 0) | (dst == 0))
+    if null.any():
+        i = int(np.argmax(null))
+        raise AddressRangeError(f"copy {i} of {int(sizes[i])} bytes has a null address")
+    check_extent(src, sizes, "source")
+    check_extent(dst, sizes, "destination")
+
+
+def _check_n(n: object, limit: int | None) -> int:
+    if type(n) is not int or n < 0 or (limit is not None and n > limit):
+        bound = "" if limit is None else f" <= {limit}"
+        raise CapacityError(f"n must be a non-negative int{bound} (got {describe(n)})")
+    return n
+
+
+# -- paths ------------------------------------------------------------------------------
+def host_copy(src: U64Array, dst: U64Array, sizes: U64Array) -> None:
+    """Copy on the CPU with ``ctypes.memmove``: every address must be host memory.
+
+    Refuses addresses with bit 63 set (never user-space host memory: XPU-like fakes or
+    :func:`devptr.testing.high_addresses` values) before copying anything.
+    """
+    if sizes.size and bool(((src >= SIGN_BIT) | (dst >= SIGN_BIT)).any()):
+        raise AddressRangeError(
+            "the host copy path got an address with bit 63 set, which is not host memory "
+            "(a fake or XPU address? translate with devptr.testing.real_address)"
+        )
+    memmove = ctypes.memmove
+    for s, d, k in zip(src.tolist(), dst.tolist(), sizes.tolist(), strict=True):
+        if k:
+            memmove(d, s, k)
+
+
+def kernel_copy(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int) -> None:
+    """Run ``devptr.kernels.batch_memcpy`` on descriptor tensors that live on the device."""
+    try:  # looked up lazily: devptr.kernels imports triton
+        batch_memcpy: Callable[..., object] = importlib.import_module("devptr.kernels").batch_memcpy
+    except (ImportError, AttributeError) as exc:
+        raise DevPtrError(
+            "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
+            f"install devptr[kernels] or register a platform op ({exc})"
+        ) from None
+    batch_memcpy(src, dst, sizes, n)
+
+
+# -- entry points -----------------------------------------------------------------------
+def swap_blocks_batch(
+    src: torch.Tensor,
+    dst: torch.Tensor,
+    sizes: torch.Tensor,
+    n: int | None = None,
+    *,
+    device: str | torch.device | None = None,
+    backend: str | None = None,
+    is_src_access_order_any: bool = False,
+    path: SwapPath = "auto",
+) -> None:
+    """Copy ``sizes[i]`` bytes from ``src[i]`` to ``dst[i]`` for ``i < n``.
+
+    Parameters
+    ----------
+    src, dst, sizes
+        1-D contiguous CPU tensors, int64 or uint64 (the bits are read as uint64 addresses;
+        sizes must be in ``[0, 2**63)``). Not modified; read until the copies are submitted
+        (``op``, ``host``) or copied to the device in one stream-ordered copy (``kernel``:
+        keep them unchanged until the stream passes that point, as with vLLM's op).
+    n
+        Number of copies (default: all of ``src``).
+    device
+        Where the copies run (default: the current accelerator, else the CPU).
+    backend
+        Device type of the platform op to dispatch to (default: ``device``'s type).
+    is_src_access_order_any
+        Passed to the platform op (CUDA: lets the DMA engine read sources out of stream
+        order; only safe when no stream writes them concurrently).
+    path
+        ``"auto"`` (see the module doc), or force ``"op"``, ``"kernel"`` or ``"host"``.
+
+    Notes
+    -----
+    Validation (dtypes, lengths, byte counts, null addresses, copies past 2**64) happens
+    before anything is copied. Which memory the addresses point at is the caller's
+    contract: the kernel path needs device or pinned host memory, the host path host
+    memory.
+    """
+    count = _check_n(src.shape[0] if n is None and isinstance(src, torch.Tensor) else n, None)
+    s = _as_u64(src, "src", count)
+    d = _as_u64(dst, "dst", count)
+    k = _as_u64(sizes, "sizes", count)
+    validate(s, d, k)
+    dev = default_device() if device is None else torch.device(device)
+    be = dev.type if backend is None else backend
+    chosen = choose_path(be, dev, path)
+    if count == 0:
+        return
+    if chosen == "op":
+        enc = encoding_for(be)
+        op = swap_op_for(be)
+        assert op is not None
+        dt = enc.torch_dtype
+        op(src[:count].view(dt), dst[:count].view(dt), sizes[:count].view(dt), is_src_access_order_any)
+    elif chosen == "host":
+        host_copy(s, d, k)
+    else:
+        on_dev = [
+            t[:count].view(torch.int64).to(dev, non_blocking=True).view(torch.uint64)
+            for t in (src, dst, sizes)
+        ]
+        kernel_copy(on_dev[0], on_dev[1], on_dev[2], count)
+
+
+def swap_buffers(
+    bufs: DescriptorBuffers,
+    n: int,
+    *,
+    is_src_access_order_any: bool = False,
+    path: SwapPath = "auto",
+) -> None:
+    """``swap_blocks_batch`` over the first ``n`` copies of ``bufs``.
+
+    The ``kernel`` path uses the buffers' device mirror (one copy of the descriptors,
+    after which the next write to ``bufs`` waits for that copy).
+    """
+    count = _check_n(n, bufs.capacity)
+    s, d, k = bufs.numpy(count)
+    validate(s, d, k)
+    chosen = choose_path(bufs.backend, bufs.device, path)
+    if count == 0:
+        return
+    if chosen == "op":
+        op = swap_op_for(bufs.backend)
+        assert op is not None
+        hs, hd, hk = bufs.host(count, bufs.encoding)
+        op(hs, hd, hk, is_src_access_order_any)
+    elif chosen == "host":
+        host_copy(s, d, k)
+    else:
+        ds, dd, dk = bufs.to_device(count, Encoding.U64)
+        kernel_copy(ds, dd, dk, count)

@@ -1,0 +1,47 @@
+"""vLLM's EC (encoder cache) CPU connector, ported onto devptr.
+
+Descriptor buffers for batched raw copies, their pool, ``swap_blocks_batch`` with a
+registry of platform ops and a portable path, and a worker-level save/load flow.
+
+- :class:`DescriptorBuffers` (``add_copies(first, sources, destinations, byte_counts)``)
+  and :class:`DescriptorBufferPool` (``acquire(n)``, ``release(bufs)``, LIFO reuse,
+  :class:`devptr.StaleBufferError` on use after release). Storage is uint64; each
+  consumer gets the encoding it reads (:func:`devptr.encoding_for` its backend): int64
+  src, dst and sizes for the CUDA/ROCm op, uint64 for XPU. No per-platform dtype here.
+- :func:`swap_blocks_batch` dispatches to :func:`register_swap_op`'s op for the backend,
+  else vLLM's op when vLLM is installed (looked up at the first call, never at import),
+  else the portable path: ``devptr.kernels.batch_memcpy`` on a device, ``ctypes.memmove``
+  on the CPU.
+- :class:`ECCPUWorker`: encoder outputs <-> a host block region, one batched copy per
+  step and direction.
+
+See ``docs/ec_connector.md``.
+"""
+
+from devptr.adapters._ec_descriptors import DescriptorBufferPool, DescriptorBuffers
+from devptr.adapters._ec_swap import (
+    SwapOp,
+    SwapPath,
+    choose_path,
+    register_swap_op,
+    swap_blocks_batch,
+    swap_op_for,
+    unregister_swap_op,
+)
+from devptr.adapters._ec_worker import ECCPUWorker, Transfer, TransfersDone, coalesce_runs
+
+__all__ = [
+    "DescriptorBufferPool",
+    "DescriptorBuffers",
+    "ECCPUWorker",
+    "SwapOp",
+    "SwapPath",
+    "Transfer",
+    "TransfersDone",
+    "choose_path",
+    "coalesce_runs",
+    "register_swap_op",
+    "swap_blocks_batch",
+    "swap_op_for",
+    "unregister_swap_op",
+]
