@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Generic, TypeVar, overload
 
+import numpy as np
 import torch
 
 from devptr._convert import U64Array, ptr_array
@@ -183,8 +184,15 @@ class PtrBuffer(Generic[CapT]):
         :class:`AddressOverflowError` (nothing written) when a result leaves [0, 2**64).
         """
         st = self._storage()
+        n = len(index) if isinstance(index, (np.ndarray, list, tuple)) else None
+        if n is not None:
+            self._check_range(start, n)
+            if st._event is not None:
+                st.wait_host()
+            strided_addresses(base, index, stride, offset, out=self._np[start : start + n])
+            return start + n
         res = strided_addresses(base, index, stride, offset)
-        self._check_range(start, res.shape[0])
+        self._check_range(start, int(res.shape[0]))
         if st._event is not None:
             st.wait_host()
         end = start + int(res.shape[0])

@@ -80,7 +80,29 @@ def _bad(item: object) -> int:
     raise _Bad(item)
 
 
+def _tensor_ptrs(items: Sequence[Any]) -> U64Array | None:
+    """Fast path for real tensors: the unbound ``Tensor.data_ptr`` rejects anything else
+    (TypeError), and ``fromiter`` avoids a Python list. None when it does not apply."""
+    get = torch.Tensor.data_ptr  # looked up per call: devptr.testing may patch it
+    n = len(items)
+    try:
+        return np.fromiter(map(get, items), dtype=np.int64, count=n).view(U64)
+    except OverflowError:  # an address >= 2**63 reported unsigned
+        try:
+            return np.fromiter(map(get, items), dtype=U64, count=n)
+        except (OverflowError, TypeError):
+            return None
+    except TypeError:
+        return None
+
+
 def _from_data_ptrs(items: Sequence[Any], where: str) -> U64Array:
+    if isinstance(items[0], torch.Tensor):
+        fast = _tensor_ptrs(items)
+        if fast is not None:
+            if _checked.ENABLED:
+                _record_extents(items, fast)
+            return fast
     try:
         raw = [o.data_ptr() for o in items]
     except AttributeError:
@@ -96,11 +118,15 @@ def _from_data_ptrs(items: Sequence[Any], where: str) -> U64Array:
     else:  # object (ints beyond 64 bits), float, bool...: slow path with per-item errors
         out = np.array([DevicePtr.of(o).addr for o in items], dtype=U64)
     if _checked.ENABLED:
-        for o, a in zip(items, out.tolist(), strict=True):
-            extent = _checked.storage_extent(o)
-            if extent is not None:
-                _checked.record(a, *extent)
+        _record_extents(items, out)
     return out
+
+
+def _record_extents(items: Sequence[Any], addrs: U64Array) -> None:
+    for o, a in zip(items, addrs.tolist(), strict=True):
+        extent = _checked.storage_extent(o)
+        if extent is not None:
+            _checked.record(a, *extent)
 
 
 def ptr_list(values: object, where: str = "ptrs") -> list[DevicePtr]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from devptr._convert import U64, U64Array, int_array
-from devptr._errors import AddressOverflowError, LengthMismatchError, PtrTypeError, describe
+from devptr._errors import (
+    AddressOverflowError,
+    AddressRangeError,
+    LengthMismatchError,
+    PtrTypeError,
+    describe,
+)
 from devptr._ptr import ADDR_LIMIT, DevicePtr
 
 _MAX = ADDR_LIMIT - 1
@@ -28,6 +34,9 @@ def strided_addresses(
     """
     if not isinstance(base, DevicePtr):
         raise PtrTypeError(f"base must be a DevicePtr (got {describe(base)})")
+    fast = _fast_path(base, index, stride, offset, out)
+    if fast is not None:
+        return fast
     idx = int_array(index, "index", allow_scalar=False)
     if idx.ndim != 1:
         raise PtrTypeError(f"index must be 1-D (got shape {idx.shape})")
@@ -36,9 +45,7 @@ def strided_addresses(
     offs = int_array(offset, "offset")
     for name, arr in (("stride", strd), ("offset", offs)):
         if arr.ndim not in (0, 1) or (arr.ndim == 1 and arr.shape[0] != n):
-            raise LengthMismatchError(
-                f"{name} must be an int or have {n} entries (got shape {arr.shape})"
-            )
+            raise LengthMismatchError(f"{name} must be an int or have {n} entries (got shape {arr.shape})")
     if out is not None and out.shape != (n,):
         raise LengthMismatchError(f"{n} addresses do not fit {out.shape[0]} slots")
     if n == 0:
@@ -68,9 +75,7 @@ def strided_addresses(
         s_arr = np.broadcast_to(strd, (n,))
         nz = s_arr != 0
         limit = np.zeros(n, dtype=U64)
-        np.floor_divide(
-            np.broadcast_to(np.asarray(room, dtype=U64), (n,)), s_arr, out=limit, where=nz
-        )
+        np.floor_divide(np.broadcast_to(np.asarray(room, dtype=U64), (n,)), s_arr, out=limit, where=nz)
         bad = nz & (idx > limit)
         if bad.any():
             i = int(np.argmax(bad))
@@ -85,4 +90,48 @@ def strided_addresses(
     else:
         np.add(res, offs, out=res)
         np.add(res, np.uint64(b), out=res)
+    return res
+
+
+def _scalar(value: object) -> int | None:
+    """``value`` as a Python int when it is a non-bool integer scalar, else None."""
+    if type(value) is int:
+        return value
+    if isinstance(value, np.integer):
+        return int(value)
+    return None
+
+
+def _fast_path(
+    base: DevicePtr, index: object, stride: object, offset: object, out: U64Array | None
+) -> U64Array | None:
+    """The common case without temporaries: an integer ndarray index, scalar stride/offset.
+
+    Validates with two reductions (min/max) and Python-int bounds, then computes in place
+    into ``out`` with uint64 ufunc loops (no int->float promotion). None when not applicable.
+    """
+    s, o = _scalar(stride), _scalar(offset)
+    if s is None or o is None or not isinstance(index, np.ndarray) or index.ndim != 1:
+        return None
+    kind = index.dtype.kind
+    if kind not in "iu" or index.size == 0:
+        return None
+    n = index.shape[0]
+    if out is not None and out.shape != (n,):
+        raise LengthMismatchError(f"{n} addresses do not fit {out.shape[0]} slots")
+    if s < 0 or o < 0:
+        raise AddressRangeError(f"stride and offset must be non-negative (got {s}, {o})")
+    if kind == "i":
+        lo = int(index.min())
+        if lo < 0:
+            raise AddressRangeError(f"index must be non-negative (got {lo})")
+    hi = int(index.max())
+    top = base.addr + hi * s + o
+    if top > _MAX:
+        raise AddressOverflowError(
+            f"{base!r} + index {hi} * stride {s:#x} + offset {o:#x} leaves [0, 2**64) (got {top:#x})"
+        )
+    res = out if out is not None else np.empty(n, dtype=U64)
+    np.multiply(index, np.uint64(s), out=res, dtype=U64, casting="unsafe")
+    np.add(res, np.uint64(base.addr + o), out=res)
     return res
