@@ -1,0 +1,27 @@
+"""Shared Triton kernels that consume devptr tables.
+
+- :func:`batch_memcpy`: copy many byte segments (memmove semantics per segment).
+- :func:`memmove_kinds`: the per-segment copy decision alone (no memory is touched).
+- :func:`copy_state_blocks`: Mamba state-block copies driven by block tables.
+- :class:`SizeBuffer`: host/device byte counts, the partner of two PtrBuffers.
+
+Importing this package does not import Triton; the first launch does, and raises
+:class:`TritonUnavailableError` when it is missing. Set ``TRITON_INTERPRET=1`` before the
+first launch to run the kernels on the CPU (tables and memory on the CPU).
+"""
+
+from devptr.kernels._memcpy import MemmoveKind, batch_memcpy, memmove_kinds
+from devptr.kernels._runtime import TritonUnavailableError
+from devptr.kernels._sizes import SizeBuffer
+from devptr.kernels._state_copy import STATE_META_COLUMNS, StateMeta, copy_state_blocks
+
+__all__ = [
+    "STATE_META_COLUMNS",
+    "MemmoveKind",
+    "SizeBuffer",
+    "StateMeta",
+    "TritonUnavailableError",
+    "batch_memcpy",
+    "copy_state_blocks",
+    "memmove_kinds",
+]

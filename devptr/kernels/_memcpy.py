@@ -1,0 +1,159 @@
+"""``batch_memcpy``: copy many byte segments whose addresses come from tables."""
+
+from __future__ import annotations
+
+import enum
+
+import torch
+
+from devptr import _checked
+from devptr.kernels import _runtime, _tables
+from devptr.kernels._checks import check_segments
+
+
+class MemmoveKind(enum.IntEnum):
+    """How :func:`batch_memcpy` copies one segment (decided on the device, unsigned)."""
+
+    NONE = 0
+    """Zero bytes, or source and destination are the same address."""
+    PARALLEL = 1
+    """Disjoint ranges: split over programs, 16-byte accesses when alignment allows."""
+    FORWARD = 2
+    """Destination below an overlapping source: one program copies low to high."""
+    BACKWARD = 3
+    """Destination above an overlapping source: one program copies high to low."""
+
+
+CHUNK = 16384
+"""Bytes one program moves per step on the 16-byte path."""
+BYTE_CHUNK = 4096
+"""Bytes one program moves per step on the byte path and for overlapping segments."""
+PROGRAMS_PER_UNIT = 8
+"""Programs per multiprocessor the launcher aims for when it splits large segments."""
+MAX_SPLIT = 256
+"""Most programs one segment is split over."""
+NUM_WARPS = 4
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def split_factor(n: int, device: torch.device, max_size: int | None, chunk: int = CHUNK) -> int:
+    """Programs per segment: enough programs to fill the device, no more than there are chunks."""
+    units = _runtime.multiprocessor_count(device)
+    g = max(1, _cdiv(units * PROGRAMS_PER_UNIT, max(n, 1)))
+    if max_size is not None:
+        g = min(g, max(1, _cdiv(max_size, chunk)))
+    return min(g, MAX_SPLIT)
+
+
+def batch_memcpy(
+    src: object,
+    dst: object,
+    sizes: object,
+    n: int | None = None,
+    *,
+    max_size: int | None = None,
+    split: int | None = None,
+    chunk: int = CHUNK,
+    byte_chunk: int = BYTE_CHUNK,
+    num_warps: int = NUM_WARPS,
+) -> None:
+    """Copy ``sizes[i]`` bytes from ``src[i]`` to ``dst[i]`` for ``i < n``, on the device.
+
+    One kernel launch, asynchronous on the current stream; nothing is copied on the host
+    and nothing is allocated (CUDA-graph capturable, except in checked mode).
+
+    Parameters
+    ----------
+    src, dst
+        Address tables: :class:`devptr.PtrBuffer` (its device mirror when it has one, as
+        its last ``to_device`` left it; else its host entries) or 1-D ``torch.int64`` /
+        ``torch.uint64`` tensors of any stride (either encoding: both are read as
+        unsigned). The addresses may point at device memory or at pinned host memory the
+        device can reach.
+    sizes
+        Byte counts: a :class:`SizeBuffer` or a 1-D int32/int64/uint64 tensor (negative
+        counts copy nothing; checked mode refuses them). Zero-size segments are allowed.
+    n
+        Segments to copy; ``None`` means every entry (the three tables must then have one
+        length). Validated against each table's capacity.
+    max_size
+        Optional upper bound on the byte counts, used only to size the grid when the
+        sizes live on the device (never needed for correctness).
+    split, chunk, byte_chunk, num_warps
+        Tuning knobs (programs per segment; bytes per step on the 16-byte and byte
+        paths; warps per program). Defaults suit an H200.
+
+    Notes
+    -----
+    Each segment has memmove semantics: when its source and destination overlap, one
+    program copies it in the safe direction (decided with unsigned comparisons, correct
+    for addresses at or above 2**63). Disjoint segments are split over several programs
+    and use 16-byte accesses when source and destination share their offset modulo 16.
+    Segments that overlap *each other* have no defined order. In checked mode
+    (:func:`devptr.checked`) every segment is first compared with the storage extents
+    recorded for its addresses and a :class:`devptr.CheckedModeError` is raised before
+    launch if one would leave its storage (this reads the tables back: a device sync).
+    """
+    tables = {
+        "src": _tables.address_table(src, "src"),
+        "dst": _tables.address_table(dst, "dst"),
+        "sizes": _tables.size_table(sizes),
+    }
+    count = _tables.segment_count(n, tables)
+    device = _tables.same_device(tables)
+    if chunk < 256 or chunk & (chunk - 1) or byte_chunk < 16 or byte_chunk & (byte_chunk - 1):
+        raise ValueError(f"chunk and byte_chunk must be powers of two (got {chunk}, {byte_chunk})")
+    if _checked.ENABLED:
+        check_segments(tables["src"][:count], tables["dst"][:count], tables["sizes"][:count])
+    if count == 0:
+        return
+    _runtime.check_launch_device(device)
+    jit = _runtime.jit_module("_copy_jit")
+    if split is None:
+        hint = max_size if max_size is not None else _tables.host_hint(sizes, count)
+        split = split_factor(count, device, hint, chunk)
+    elif type(split) is not int or not 1 <= split <= 65535:
+        raise ValueError(f"split must be an int in [1, 65535] (got {split!r})")
+    s, d, z = tables["src"], tables["dst"], tables["sizes"]
+    with _runtime.on_device(device):
+        jit._batch_memcpy_kernel[(count, split)](
+            s,
+            d,
+            z,
+            s.stride(0),
+            d.stride(0),
+            z.stride(0),
+            split,
+            CHUNK=chunk,
+            BYTE_CHUNK=byte_chunk,
+            num_warps=num_warps,
+        )
+
+
+def memmove_kinds(src: object, dst: object, sizes: object, n: int | None = None) -> torch.Tensor:
+    """The :class:`MemmoveKind` that :func:`batch_memcpy` would pick for each segment.
+
+    Runs only the decision on the device (nothing is dereferenced, so any addresses, e.g.
+    fakes at or above 2**63, can be inspected). Returns an int32 tensor of ``n`` kinds on
+    the tables' device.
+    """
+    tables = {
+        "src": _tables.address_table(src, "src"),
+        "dst": _tables.address_table(dst, "dst"),
+        "sizes": _tables.size_table(sizes),
+    }
+    count = _tables.segment_count(n, tables)
+    device = _tables.same_device(tables)
+    out = torch.empty(count, dtype=torch.int32, device=device)
+    if count == 0:
+        return out
+    _runtime.check_launch_device(device)
+    jit = _runtime.jit_module("_copy_jit")
+    block = 128
+    s, d, z = (t[:count].contiguous() for t in tables.values())
+    with _runtime.on_device(device):
+        jit._memmove_kind_kernel[(_cdiv(count, block),)](s, d, z, out, count, BLOCK=block)
+    return out

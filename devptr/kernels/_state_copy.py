@@ -1,0 +1,176 @@
+"""``copy_state_blocks``: Mamba state copies between block-table columns, on the device.
+
+For every request ``r`` (or ``idx_mapping[r]``) and state ``s`` (one tensor of one layer):
+
+- conv window state (``conv_width > 0``): the window shifted by ``token_bias`` accepted
+  tokens, ``state[bt[src_col], bias:] -> state[bt[dst_col], :conv_width - bias]``
+  (state-first layout: one contiguous range with memmove semantics; dim-first layout:
+  ``rows`` rows of ``row_stride`` bytes, each shifted);
+- whole-block state (``conv_width == 0``): ``state[bt[src_col + bias]] -> state[bt[dst_col]]``
+  (``copy_bytes`` bytes, split over ``tiles`` programs);
+
+where ``state[b]`` is at ``state_base_addrs[s] + b * block_stride`` and ``bt`` is row ``r``
+of the int32 block table whose address is ``block_table_ptrs[group]``. Requests with
+``src_col < 0`` are skipped, and so are those with ``src_col == dst_col`` (always when
+``skip_same_block``, else only when the bias is 0).
+"""
+
+from __future__ import annotations
+
+import enum
+
+import torch
+
+from devptr._encoding import Encoding
+from devptr._errors import CapacityError, DevPtrError, LengthMismatchError, PtrTypeError, describe
+from devptr._table import Column, PtrTable
+from devptr.kernels import _runtime, _tables
+from devptr.kernels._memcpy import BYTE_CHUNK, CHUNK, NUM_WARPS
+
+
+class StateMeta(enum.IntEnum):
+    """Columns of the per-state metadata table (int64 each, in this order)."""
+
+    BLOCK_STRIDE = 0
+    """Bytes between consecutive blocks of the state tensor."""
+    CONV_WIDTH = 1
+    """Tokens in a conv window; 0 marks a whole-block (temporal) state."""
+    TOKEN_BYTES = 2
+    """Bytes between tokens of the window (state-first: a token row; dim-first: one element)."""
+    COPY_BYTES = 3
+    """Whole-block states: bytes copied per block (the natural size, not the page stride)."""
+    ROWS = 4
+    """Dim-first conv windows: rows per block; 1 for every other state."""
+    ROW_STRIDE = 5
+    """Dim-first conv windows: bytes between rows; 0 otherwise."""
+    GROUP = 6
+    """Index into ``block_table_ptrs`` of the state's block-table group."""
+
+
+STATE_META_COLUMNS: tuple[tuple[str, Column], ...] = tuple(
+    (m.name.lower(), Column.INT) for m in StateMeta
+)
+"""``PtrTable`` columns for :class:`StateMeta`: ``PtrTable(n, STATE_META_COLUMNS, ...)``."""
+
+_INT_DTYPES = (torch.int32, torch.int64)
+
+
+def _meta_tensor(meta: object) -> torch.Tensor:
+    if isinstance(meta, PtrTable):
+        if list(meta.columns) != [name for name, _ in STATE_META_COLUMNS]:
+            raise PtrTypeError(f"state_meta columns must be {[n for n, _ in STATE_META_COLUMNS]}")
+        try:
+            return meta.device(Encoding.I64)
+        except DevPtrError:  # no device mirror: the host table (CPU interpreter)
+            return meta.host(Encoding.I64)
+    if isinstance(meta, torch.Tensor) and meta.dtype == torch.int64 and meta.dim() == 2:
+        if meta.shape[1] != len(StateMeta) or not meta.is_contiguous():
+            raise PtrTypeError(f"state_meta must be contiguous [num_states, {len(StateMeta)}] int64")
+        return meta
+    raise PtrTypeError(f"state_meta must be a PtrTable or a 2-D int64 tensor (got {describe(meta)})")
+
+
+def _index_table(t: object, where: str) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor) or t.dtype not in _INT_DTYPES or t.dim() != 1:
+        raise PtrTypeError(f"{where} must be a 1-D int32/int64 tensor (got {describe(t)})")
+    return t
+
+
+def copy_state_blocks(
+    state_base_addrs: object,
+    state_meta: object,
+    block_table_ptrs: object,
+    block_table_stride: int,
+    src_cols: torch.Tensor,
+    dst_cols: torch.Tensor,
+    token_biases: torch.Tensor,
+    num_reqs: int,
+    *,
+    idx_mapping: torch.Tensor | None = None,
+    skip_same_block: bool = False,
+    tiles: int = 1,
+    chunk: int = CHUNK,
+    byte_chunk: int = BYTE_CHUNK,
+    num_warps: int = NUM_WARPS,
+) -> None:
+    """Copy Mamba state blocks for ``num_reqs`` requests and every state (one launch).
+
+    Parameters
+    ----------
+    state_base_addrs
+        PtrBuffer or 1-D int64/uint64 tensor: the base address of each state tensor.
+    state_meta
+        PtrTable with :data:`STATE_META_COLUMNS` or a ``[num_states, 7]`` int64 tensor
+        (:class:`StateMeta` columns).
+    block_table_ptrs
+        PtrBuffer or tensor: the address of each group's int32 block table
+        ``[max_reqs, max_blocks]``, rows ``block_table_stride`` elements apart.
+    src_cols, dst_cols, token_biases
+        Per-request int32/int64 device tensors, indexed by request slot.
+    num_reqs
+        Requests (grid rows). With ``idx_mapping``, row ``r`` is request slot
+        ``idx_mapping[r]`` (negative: skipped).
+    skip_same_block
+        Skip ``src_col == dst_col`` even with a bias (vLLM's align pre-copy).
+    tiles
+        Programs sharing each whole-block copy (conv windows use the first program only
+        when they overlap).
+
+    Notes
+    -----
+    Asynchronous, no host copies, no allocation (CUDA-graph capturable). PtrBuffer and
+    PtrTable arguments contribute their device mirrors (as their last ``to_device`` left
+    them) when they have one.
+    """
+    bases = _tables.address_table(state_base_addrs, "state_base_addrs")
+    meta = _meta_tensor(state_meta)
+    tables_ptrs = _tables.address_table(block_table_ptrs, "block_table_ptrs")
+    src_c = _index_table(src_cols, "src_cols")
+    dst_c = _index_table(dst_cols, "dst_cols")
+    bias_c = _index_table(token_biases, "token_biases")
+    if meta.shape[0] != bases.shape[0]:
+        raise LengthMismatchError(
+            f"{bases.shape[0]} state base addresses but {meta.shape[0]} metadata rows"
+        )
+    if type(num_reqs) is not int or num_reqs < 0:
+        raise CapacityError(f"num_reqs must be a non-negative int (got {describe(num_reqs)})")
+    if type(block_table_stride) is not int or block_table_stride < 0:
+        raise PtrTypeError(f"block_table_stride must be a non-negative int (got {block_table_stride!r})")
+    if type(tiles) is not int or not 1 <= tiles <= 65535:
+        raise ValueError(f"tiles must be an int in [1, 65535] (got {tiles!r})")
+    per_req = {"src_cols": src_c, "dst_cols": dst_c, "token_biases": bias_c}
+    if idx_mapping is not None:
+        idx = _index_table(idx_mapping, "idx_mapping")
+        if idx.shape[0] < num_reqs:
+            raise CapacityError(f"idx_mapping holds {idx.shape[0]} entries, num_reqs={num_reqs}")
+        per_req["idx_mapping"] = idx
+    else:
+        short = {k: int(v.shape[0]) for k, v in per_req.items() if v.shape[0] < num_reqs}
+        if short:
+            raise CapacityError(f"num_reqs={num_reqs} exceeds the length of {short}")
+    device = _tables.same_device(
+        {"state_base_addrs": bases, "state_meta": meta, "block_table_ptrs": tables_ptrs, **per_req}
+    )
+    num_states = int(bases.shape[0])
+    if num_reqs == 0 or num_states == 0:
+        return
+    _runtime.check_launch_device(device)
+    jit = _runtime.jit_module("_state_jit")
+    with _runtime.on_device(device):
+        jit._copy_state_blocks_kernel[(num_reqs, num_states, tiles)](
+            src_c,
+            dst_c,
+            bias_c,
+            per_req.get("idx_mapping", src_c),
+            tables_ptrs,
+            block_table_stride,
+            bases,
+            meta,
+            HAS_IDX_MAPPING=idx_mapping is not None,
+            SKIP_SAME_BLOCK=skip_same_block,
+            NCOLS=len(StateMeta),
+            CHUNK=chunk,
+            BYTE_CHUNK=byte_chunk,
+            ROW_BLOCK=128,
+            num_warps=num_warps,
+        )

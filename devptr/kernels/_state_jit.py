@@ -1,0 +1,97 @@
+# Triton kernels: parameters carry no Python annotations (Triton reads annotations as
+# specialisation hints), so mypy cannot type these bodies.
+# mypy: disable-error-code="no-untyped-def,untyped-decorator"
+"""Triton device code for Mamba state-block copies (see ``_state_copy.py``).
+
+Imported only through :func:`devptr.kernels._runtime.jit_module`.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from devptr.kernels._copy_jit import _copy_segment
+
+
+@triton.jit
+def _shift_rows(src, dst, rows, row_stride, elem_bytes, bias, ntok, ROW_BLOCK: tl.constexpr):
+    """Dim-first conv windows: for each of ``rows`` rows, token ``k + bias`` -> token ``k``.
+
+    Lanes own rows; each lane walks its row's tokens upwards, so a left shift inside one
+    block never reads a byte it already overwrote.
+    """
+    sp = src.to(tl.pointer_type(tl.uint8))
+    dp = dst.to(tl.pointer_type(tl.uint8))
+    lanes = tl.arange(0, ROW_BLOCK).to(tl.int64)
+    for rb in range(0, rows, ROW_BLOCK):
+        rr = rb + lanes
+        m = rr < rows
+        row = rr * row_stride
+        for k in range(0, ntok):
+            for b in range(0, elem_bytes):
+                x = tl.load(sp + row + (k + bias) * elem_bytes + b, mask=m)
+                tl.store(dp + row + k * elem_bytes + b, x, mask=m)
+
+
+@triton.jit
+def _copy_state_blocks_kernel(
+    src_cols_ptr,
+    dst_cols_ptr,
+    token_bias_ptr,
+    idx_mapping_ptr,
+    block_table_ptrs,
+    block_table_stride,
+    state_base_addrs_ptr,
+    state_meta_ptr,
+    HAS_IDX_MAPPING: tl.constexpr,
+    SKIP_SAME_BLOCK: tl.constexpr,
+    NCOLS: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BYTE_CHUNK: tl.constexpr,
+    ROW_BLOCK: tl.constexpr,
+):
+    """Grid ``(num_reqs, num_states, tiles)``; see :func:`copy_state_blocks`."""
+    r = tl.program_id(0)
+    s = tl.program_id(1).to(tl.int64)
+    t = tl.program_id(2)
+    tiles = tl.num_programs(2)
+    if HAS_IDX_MAPPING:
+        req = tl.load(idx_mapping_ptr + r).to(tl.int64)
+    else:
+        req = r.to(tl.int64)
+    if req >= 0:
+        src_col = tl.load(src_cols_ptr + req).to(tl.int64)
+        dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
+        bias = tl.load(token_bias_ptr + req).to(tl.int64)
+        if SKIP_SAME_BLOCK:
+            skip = (src_col < 0) | (src_col == dst_col)
+        else:
+            skip = (src_col < 0) | ((src_col == dst_col) & (bias == 0))
+        if not skip:
+            base = tl.load(state_base_addrs_ptr + s).to(tl.uint64, bitcast=True)
+            meta = state_meta_ptr + s * NCOLS
+            block_stride = tl.load(meta + 0).to(tl.int64)
+            conv_width = tl.load(meta + 1).to(tl.int64)
+            token_bytes = tl.load(meta + 2).to(tl.int64)
+            copy_bytes = tl.load(meta + 3).to(tl.int64)
+            rows = tl.load(meta + 4).to(tl.int64)
+            row_stride = tl.load(meta + 5).to(tl.int64)
+            group = tl.load(meta + 6).to(tl.int64)
+            table = tl.load(block_table_ptrs + group).to(tl.uint64, bitcast=True)
+            bt = table.to(tl.pointer_type(tl.int32)) + req * block_table_stride
+            dst_block = tl.load(bt + dst_col).to(tl.int64)
+            dst = base + (dst_block * block_stride).to(tl.uint64)
+            if conv_width > 0:
+                src_block = tl.load(bt + src_col).to(tl.int64)
+                src0 = base + (src_block * block_stride).to(tl.uint64)
+                ntok = conv_width - bias
+                if rows <= 1:
+                    src = src0 + (bias * token_bytes).to(tl.uint64)
+                    _copy_segment(src, dst, ntok * token_bytes, t, tiles, CHUNK, BYTE_CHUNK)
+                elif t == 0:
+                    _shift_rows(src0, dst, rows, row_stride, token_bytes, bias, ntok, ROW_BLOCK)
+            else:
+                src_block = tl.load(bt + src_col + bias).to(tl.int64)
+                src = base + (src_block * block_stride).to(tl.uint64)
+                _copy_segment(src, dst, copy_bytes, t, tiles, CHUNK, BYTE_CHUNK)

@@ -1,0 +1,191 @@
+"""batch_memcpy on real memory: random plans, overlap, encodings, validation."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from _segment_cases import arenas, random_plan, reference
+
+pytest.importorskip("triton")
+
+from devptr import (
+    CapacityError,
+    DevicePtr,
+    Encoding,
+    LengthMismatchError,
+    PtrBuffer,
+    PtrTypeError,
+    addresses,
+)
+from devptr.kernels import SizeBuffer, batch_memcpy
+
+
+def _tables(
+    base_src: torch.Tensor,
+    base_dst: torch.Tensor,
+    src_offs: list[int],
+    dst_offs: list[int],
+    sizes: list[int],
+    device: torch.device,
+) -> tuple[PtrBuffer[int], PtrBuffer[int], SizeBuffer]:
+    n = len(sizes)
+    dev = device if device.type != "cpu" else None
+    src = PtrBuffer(n, device=dev)
+    dst = PtrBuffer(n, device=dev)
+    sz = SizeBuffer(n, device=dev)
+    src.fill(0, addresses(DevicePtr.of(base_src), np.array(src_offs, dtype=np.uint64), 1))
+    dst.fill(0, addresses(DevicePtr.of(base_dst), np.array(dst_offs, dtype=np.uint64), 1))
+    sz.fill(0, sizes)
+    if dev is not None:
+        src.to_device()
+        dst.to_device()
+        sz.to_device()
+    return src, dst, sz
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_random_segments_match_torch(seed: int, kernel_device: torch.device) -> None:
+    plan = random_plan(seed)
+    src_mem, dst_mem = arenas(plan, kernel_device, seed)
+    want = reference(plan, src_mem, dst_mem)
+    src, dst, sz = _tables(src_mem, dst_mem, plan.src_offs, plan.dst_offs, plan.sizes, kernel_device)
+    # small steps and a forced split exercise full steps, remainders and several programs
+    batch_memcpy(src, dst, sz, chunk=1024, byte_chunk=256, split=[1, 2, 3, 5, 4][seed])
+    assert torch.equal(dst_mem, want)
+
+
+@pytest.mark.parametrize("encoding", [Encoding.I64, Encoding.U64])
+@pytest.mark.parametrize("size_dtype", [torch.int32, torch.int64, torch.uint64])
+def test_tensor_tables_either_encoding(
+    encoding: Encoding, size_dtype: torch.dtype, kernel_device: torch.device
+) -> None:
+    plan = random_plan(100 + len(str(size_dtype)), max_count=8, max_size=9000)
+    src_mem, dst_mem = arenas(plan, kernel_device, 7)
+    want = reference(plan, src_mem, dst_mem)
+    src, dst, _ = _tables(src_mem, dst_mem, plan.src_offs, plan.dst_offs, plan.sizes, kernel_device)
+    view = "host" if kernel_device.type == "cpu" else "device"
+    s_t = getattr(src, view)(encoding)
+    d_t = getattr(dst, view)(encoding)
+    z_t = torch.tensor(plan.sizes, dtype=torch.int64).to(size_dtype).to(kernel_device)
+    assert s_t.dtype == encoding.torch_dtype
+    batch_memcpy(s_t, d_t, z_t, chunk=2048, byte_chunk=512)
+    assert torch.equal(dst_mem, want)
+
+
+def test_strided_columns_of_one_table(kernel_device: torch.device) -> None:
+    plan = random_plan(42, max_count=6, max_size=5000)
+    src_mem, dst_mem = arenas(plan, kernel_device, 3)
+    want = reference(plan, src_mem, dst_mem)
+    rows = torch.tensor(
+        [
+            [src_mem.data_ptr() + s, dst_mem.data_ptr() + d, n]
+            for s, d, n in zip(plan.src_offs, plan.dst_offs, plan.sizes, strict=True)
+        ],
+        dtype=torch.int64,
+    ).to(kernel_device)
+    batch_memcpy(rows[:, 0], rows[:, 1], rows[:, 2], chunk=1024, byte_chunk=256)
+    assert torch.equal(dst_mem, want)
+
+
+def _overlap_cases() -> list[tuple[int, int, int]]:
+    """(src_off, dst_off, size) inside one arena, each in its own 64 KiB window."""
+    cases: list[tuple[int, int, int]] = []
+    window = 0
+    for size in (1, 15, 16, 17, 255, 256, 1000, 4099):
+        for delta in (-1, 1, -3, 5, -16, 16, -17, 33, -(size - 1), size - 1, 0, -size, size):
+            base = window * 8192 + 4096 + 64
+            cases.append((base, base + delta, size))
+            window += 1
+    return cases
+
+
+@pytest.mark.parametrize("split", [1, 4])
+def test_overlapping_segments_have_memmove_semantics(split: int, kernel_device: torch.device) -> None:
+    cases = _overlap_cases()
+    g = torch.Generator().manual_seed(split)
+    mem = torch.randint(0, 256, (len(cases) * 8192 + 16384,), dtype=torch.uint8, generator=g)
+    want = mem.clone().numpy()
+    for s, d, n in cases:
+        want[d : d + n] = want[s : s + n].copy()  # numpy slice copy: memmove
+    mem = mem.to(kernel_device)
+    src, dst, sz = _tables(
+        mem, mem, [c[0] for c in cases], [c[1] for c in cases], [c[2] for c in cases], kernel_device
+    )
+    batch_memcpy(src, dst, sz, chunk=512, byte_chunk=64, split=split)
+    assert np.array_equal(mem.cpu().numpy(), want)
+
+
+def test_mixed_overlap_and_disjoint_in_one_launch(kernel_device: torch.device) -> None:
+    rng = random.Random(5)
+    mem = torch.randint(0, 256, (1 << 18,), dtype=torch.uint8, generator=torch.Generator().manual_seed(5))
+    want = mem.clone().numpy()
+    segs = []
+    for k in range(12):
+        base = k * 20000
+        n = rng.randint(1, 9000)
+        delta = rng.choice([-rng.randint(1, n), rng.randint(1, n), n + rng.randint(0, 50)])
+        segs.append((base + 9100, base + 9100 + delta, n))
+    for s, d, n in segs:
+        want[d : d + n] = want[s : s + n].copy()
+    mem = mem.to(kernel_device)
+    src, dst, sz = _tables(
+        mem, mem, [x[0] for x in segs], [x[1] for x in segs], [x[2] for x in segs], kernel_device
+    )
+    batch_memcpy(src, dst, sz, chunk=1024, byte_chunk=256)
+    assert np.array_equal(mem.cpu().numpy(), want)
+
+
+def test_n_copies_only_a_prefix(kernel_device: torch.device) -> None:
+    plan = random_plan(9, max_count=10, max_size=3000)
+    src_mem, dst_mem = arenas(plan, kernel_device, 9)
+    keep = max(1, len(plan.sizes) // 2)
+    cut = random_plan(9, max_count=10, max_size=3000)
+    cut.src_offs, cut.dst_offs, cut.sizes = plan.src_offs[:keep], plan.dst_offs[:keep], plan.sizes[:keep]
+    want = reference(cut, src_mem, dst_mem)
+    src, dst, sz = _tables(src_mem, dst_mem, plan.src_offs, plan.dst_offs, plan.sizes, kernel_device)
+    batch_memcpy(src, dst, sz, n=keep)
+    assert torch.equal(dst_mem, want)
+    batch_memcpy(src, dst, sz, n=0)  # nothing, no launch
+    assert torch.equal(dst_mem, want)
+
+
+def test_validation_happens_before_launch() -> None:
+    src = PtrBuffer(4)
+    dst = PtrBuffer(4)
+    sz = SizeBuffer(3)
+    with pytest.raises(LengthMismatchError):
+        batch_memcpy(src, dst, sz)
+    with pytest.raises(CapacityError):
+        batch_memcpy(src, dst, sz, n=4)
+    with pytest.raises(CapacityError):
+        batch_memcpy(src, dst, sz, n=-1)
+    with pytest.raises(PtrTypeError, match="byte counts, not addresses"):
+        batch_memcpy(src, dst, PtrBuffer(4))
+    with pytest.raises(PtrTypeError, match=r"1-D torch\.int64 or torch\.uint64"):
+        batch_memcpy(torch.zeros(4, dtype=torch.int32), dst, sz, n=3)
+    with pytest.raises(PtrTypeError, match="PtrBuffer or an address tensor"):
+        batch_memcpy([DevicePtr(0)], dst, sz, n=1)
+    with pytest.raises(PtrTypeError, match="int32, int64 or uint64"):
+        batch_memcpy(src, dst, torch.zeros(4, dtype=torch.float32))
+    with pytest.raises(PtrTypeError, match="one device"):
+        batch_memcpy(src, dst, torch.zeros(4, dtype=torch.int64, device="meta"))
+
+
+def test_size_buffer_rejects_bad_counts() -> None:
+    sz = SizeBuffer(4)
+    with pytest.raises(ValueError, match="non-negative"):
+        sz.fill(0, [1, -2])
+    with pytest.raises(TypeError):
+        sz.fill(0, [1.5])
+    with pytest.raises(TypeError):
+        sz[0] = DevicePtr(8)  # type: ignore[assignment]
+    with pytest.raises(CapacityError):
+        sz.fill(3, [1, 2])
+    assert sz.numpy().tolist() == [0, 0, 0, 0]  # failed calls wrote nothing
+    assert sz.fill(1, np.array([7, 9], dtype=np.uint32)) == 3
+    sz[0] = 5
+    assert sz.numpy().tolist() == [5, 7, 9, 0]
+    assert sz[2] == 9
