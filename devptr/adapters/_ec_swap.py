@@ -210,8 +210,15 @@ def host_copy(src: U64Array, dst: U64Array, sizes: U64Array) -> None:
             memmove(d, s, k)
 
 
-def kernel_copy(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int) -> None:
-    """Run ``devptr.kernels.batch_memcpy`` on descriptor tensors that live on the device."""
+def kernel_copy(
+    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int | None = None
+) -> None:
+    """Run ``devptr.kernels.batch_memcpy`` on descriptor tensors that live on the device.
+
+    One launch on the current stream. ``max_size`` (the largest byte count, known on the
+    host) sizes the grid. On the CPU the tensors stay on the host and the kernel runs
+    under ``TRITON_INTERPRET=1`` (tests).
+    """
     try:  # looked up lazily: devptr.kernels imports triton
         batch_memcpy: Callable[..., object] = importlib.import_module("devptr.kernels").batch_memcpy
     except (ImportError, AttributeError) as exc:
@@ -219,7 +226,7 @@ def kernel_copy(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: in
             "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
             f"install devptr[kernels] or register a platform op ({exc})"
         ) from None
-    batch_memcpy(src, dst, sizes, n)
+    batch_memcpy(src, dst, sizes, n, max_size=max_size)
 
 
 # -- entry points -----------------------------------------------------------------------
@@ -285,7 +292,7 @@ def swap_blocks_batch(
             t[:count].view(torch.int64).to(dev, non_blocking=True).view(torch.uint64)
             for t in (src, dst, sizes)
         ]
-        kernel_copy(on_dev[0], on_dev[1], on_dev[2], count)
+        kernel_copy(on_dev[0], on_dev[1], on_dev[2], count, int(k.max()))
 
 
 def swap_buffers(
@@ -314,5 +321,8 @@ def swap_buffers(
     elif chosen == "host":
         host_copy(s, d, k)
     else:
-        ds, dd, dk = bufs.to_device(count, Encoding.U64)
-        kernel_copy(ds, dd, dk, count)
+        if bufs.device.type == "cpu":  # no mirror: the interpreter reads the host views
+            ds, dd, dk = bufs.host(count, Encoding.U64)
+        else:
+            ds, dd, dk = bufs.to_device(count, Encoding.U64)
+        kernel_copy(ds, dd, dk, count, int(k.max()))

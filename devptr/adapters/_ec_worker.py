@@ -126,7 +126,7 @@ class ECCPUWorker:
         self._pool = pool if pool is not None else DescriptorBufferPool(device)
         self._device = self._pool.device
         chosen = choose_path(self._pool.backend, self._device, path)
-        if chosen == "kernel" and not region.is_pinned():
+        if chosen == "kernel" and self._device.type != "cpu" and not region.is_pinned():
             raise DevPtrError(
                 "the portable kernel path reads and writes the region from the device: "
                 "pin it (tensor.pin_memory() or cudaHostRegister) or register a platform op"
@@ -283,8 +283,8 @@ class ECCPUWorker:
             addresses(DevicePtr.of(dst), slots, bs),
             count * bs,
         )
-        if self._mod is not None:
-            dst.record_stream(self._mod.current_stream(self._device))
+        if stream is not None:  # allocated on the compute stream, written on the copy stream
+            dst.record_stream(stream)
         end = self._submit(bufs, end_n, stream, True)
         self._inflight_loads.append(
             Transfer([tid for _, (tid, _, _) in items], bufs, int(ids.size) * bs, end, stream, [dst])

@@ -1,0 +1,150 @@
+"""EC connector on a CUDA GPU: the portable kernel path D2H / H2D (pinned) / D2D and the
+worker round trip, compared byte for byte with torch copies. Skipped without a GPU."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from devptr import DevicePtr, DevPtrError, Encoding, ptr_tensor
+from devptr.adapters.ec_connector import (
+    DescriptorBufferPool,
+    ECCPUWorker,
+    choose_path,
+    swap_blocks_batch,
+    unregister_swap_op,
+)
+from devptr.testing import HIGH_ADDRESSES
+
+pytestmark = pytest.mark.gpu
+
+SIGNED = [a - (1 << 64) if a >= 1 << 63 else a for a in HIGH_ADDRESSES]
+
+
+@pytest.fixture(autouse=True)
+def portable() -> None:
+    """These tests exercise the portable path: refuse to run on top of a platform op."""
+    unregister_swap_op("cuda")
+    if choose_path("cuda", torch.device("cuda", 0)) != "kernel":
+        pytest.fail("a platform swap op (vLLM?) is present; these tests target the kernel path")
+
+
+def _items(rng: np.random.Generator, count: int, pinned_host: bool) -> list[torch.Tensor]:
+    sizes = rng.integers(1, 300_000, size=count)
+    sizes[::7] = rng.integers(0, 17, size=sizes[::7].size)  # tiny and empty ones too
+    out = []
+    for k in sizes:
+        t = torch.from_numpy(rng.integers(0, 256, size=int(k), dtype=np.uint8))
+        out.append(t.pin_memory() if pinned_host else t.cuda())
+    return out
+
+
+@pytest.mark.parametrize("direction", ["d2h", "h2d", "d2d"])
+def test_free_function_kernel_path_byte_exact(direction: str) -> None:
+    rng = np.random.default_rng(21)
+    srcs = _items(rng, 150, pinned_host=direction == "h2d")
+    if direction == "d2h":
+        dsts = [torch.full(s.shape, 0xAB, dtype=torch.uint8).pin_memory() for s in srcs]
+    else:
+        dsts = [torch.full(s.shape, 0xAB, dtype=torch.uint8, device="cuda") for s in srcs]
+    sizes = torch.tensor([s.numel() for s in srcs], dtype=torch.int64).pin_memory()
+    src_t = ptr_tensor(srcs).pin_memory()
+    dst_t = ptr_tensor(dsts).pin_memory()
+    swap_blocks_batch(src_t, dst_t, sizes, device="cuda")
+    torch.cuda.synchronize()
+    for s, d in zip(srcs, dsts, strict=True):
+        assert torch.equal(s.cpu(), d.cpu())
+
+
+def test_descriptor_mirror_is_exact_in_both_encodings() -> None:
+    pool = DescriptorBufferPool("cuda")
+    assert pool.backend == "cuda"
+    b = pool.acquire(4)
+    b.add_copies(
+        0, [DevicePtr(a) for a in HIGH_ADDRESSES], [DevicePtr(a) for a in HIGH_ADDRESSES], [1, 2, 3, 4]
+    )
+    s, d, k = b.to_device(4, Encoding.I64)
+    assert s.device.type == "cuda" and s.dtype == torch.int64
+    assert s.cpu().tolist() == SIGNED and d.cpu().tolist() == SIGNED and k.cpu().tolist() == [1, 2, 3, 4]
+    su, _, _ = b.to_device(4, Encoding.U64)
+    assert su.dtype == torch.uint64 and su.cpu().tolist() == list(HIGH_ADDRESSES)
+    assert b.src_ptrs.dtype == torch.int64  # what the CUDA C++ op would read
+    pool.release(b)
+
+
+def test_buffers_reused_while_copies_are_in_flight_stay_correct() -> None:
+    """Each step rewrites the same pooled descriptors right after launching; the mirror
+    copy and the next host write are ordered, so every step copies its own blocks."""
+    pool = DescriptorBufferPool("cuda", min_capacity=64)
+    rng = np.random.default_rng(4)
+    results = []
+    for _ in range(6):
+        srcs = _items(rng, 40, pinned_host=False)
+        dsts = [torch.zeros(s.shape, dtype=torch.uint8).pin_memory() for s in srcs]
+        b = pool.acquire(40)
+        b.add_copies(
+            0, [DevicePtr.of(s) for s in srcs], [DevicePtr.of(d) for d in dsts], [s.numel() for s in srcs]
+        )
+        b.swap(40)
+        pool.release(b)  # reuse at once: the next add_copies waits for the descriptor copy
+        results.append((srcs, dsts))
+    torch.cuda.synchronize()
+    for srcs, dsts in results:
+        assert all(torch.equal(s.cpu(), d) for s, d in zip(srcs, dsts, strict=True))
+    assert pool.allocated == 1
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_worker_round_trip_on_gpu(dtype: torch.dtype) -> None:
+    block = 4000  # not a power of two: runs end mid-page
+    num_blocks = 2048
+    region = torch.zeros(num_blocks, block, dtype=torch.int8).pin_memory()
+    pool = DescriptorBufferPool("cuda", min_capacity=num_blocks)
+    worker = ECCPUWorker(region, dtype=dtype, device="cuda", pool=pool)
+    rng = np.random.default_rng(8)
+    for step in range(5):
+        outs = {}
+        for i in range(20):  # produced by kernels on the compute stream just before the save
+            rows, cols = int(rng.integers(1, 300)), int(rng.integers(1, 200))
+            outs[f"s{step}i{i}"] = (torch.randn(rows, cols, device="cuda") * 3).to(dtype)
+        expected = {k: v.clone() for k, v in outs.items()}
+        saves, nxt = {}, int(rng.integers(0, 10))
+        for k, v in outs.items():
+            nb = max(1, math.ceil(v.numel() * v.element_size() / block))
+            ids = []
+            while len(ids) < nb:
+                ids.append(nxt)
+                nxt += 2 if rng.random() < 0.25 else 1
+            saves[k] = ids
+        assert nxt < num_blocks
+        for k in outs:
+            worker.save_caches(outs, k, saves)
+        worker.flush_saves()
+        del outs  # the worker keeps the sources alive until the copy finished
+        scratch = [torch.full((1 << 20,), 7, dtype=torch.uint8, device="cuda") for _ in range(8)]
+        torch.cuda.synchronize()
+        done = worker.build_connector_worker_meta()  # the scheduler loads only saved entries
+        assert done is not None and sorted(done.completed_saves) == sorted(expected)
+        for k, v in expected.items():
+            raw = v.view(torch.uint8).reshape(-1).cpu()
+            assert torch.equal(region[saves[k]].view(torch.uint8).reshape(-1)[: raw.numel()], raw), k
+        del scratch
+        loaded: dict[str, torch.Tensor] = {}
+        loads = {k: (i, saves[k], list(v.shape)) for i, (k, v) in enumerate(expected.items())}
+        worker.start_load_caches(loaded, loads)
+        for k, v in expected.items():  # read on the compute stream, ordered after the load
+            assert loaded[k].dtype == dtype and loaded[k].shape == v.shape
+            assert torch.equal(loaded[k].view(torch.uint8), v.view(torch.uint8)), k
+        torch.cuda.synchronize()
+        done = worker.build_connector_worker_meta()
+        assert done is not None and sorted(done.completed_loads) == list(range(20))
+    assert pool.allocated == 2 and pool.held == 0
+    worker.shutdown()
+
+
+def test_worker_refuses_a_pageable_region_on_the_kernel_path() -> None:
+    with pytest.raises(DevPtrError, match="pin"):
+        ECCPUWorker(torch.zeros(4, 64, dtype=torch.int8), dtype=torch.float16, device="cuda")
