@@ -1,0 +1,374 @@
+"""Batch-copy benchmark: devptr.kernels.batch_memcpy against the ceiling and baselines.
+
+Run on a GPU (one run, everything side by side)::
+
+    PYTHONPATH=. PYTHONUNBUFFERED=1 python benchmarks/bench_kernels_gpu.py --out DIR
+
+writes ``DIR/kernels_bench.json`` (every number, the command, date, machine) and prints a
+table. ``--quick`` runs tiny sizes on the CPU under the Triton interpreter (a smoke test
+of this script; its numbers mean nothing). Bandwidth counts bytes read plus bytes written.
+
+Timing: CUDA-graph replays (``INNER`` launches captured, median of ``REPLAYS`` replays,
+after a warm-up), so per-launch Python overhead is excluded. Inputs rotate over several
+table sets when one set would fit in L2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+QUICK = "--quick" in sys.argv
+if QUICK:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import triton  # noqa: E402
+
+from devptr import DevicePtr, PtrBuffer, addresses  # noqa: E402
+from devptr.kernels import SizeBuffer, batch_memcpy  # noqa: E402
+from devptr.kernels import _memcpy as memcpy_mod  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_kernels_baselines import vllm_style_batch_memcpy  # noqa: E402
+
+KiB = 1024
+MiB = 1024 * KiB
+GiB = 1024 * MiB
+INNER = 10
+REPLAYS = 15
+L2_SAFE = 200 * MiB
+
+
+@dataclass
+class TableSet:
+    """One set of tables and arenas for a case."""
+
+    src_mem: torch.Tensor
+    dst_mem: torch.Tensor
+    src: PtrBuffer[int]
+    dst: PtrBuffer[int]
+    sizes: SizeBuffer
+    src_views: list[torch.Tensor] = field(default_factory=list)
+    dst_views: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class Case:
+    name: str
+    sizes: list[int]
+    src_gap: int = 0
+    dst_shift: int = 0
+    overlap_every: int = 0
+    note: str = ""
+
+
+def build_set(case: Case, device: torch.device, views: bool) -> TableSet:
+    n = len(case.sizes)
+    offs = [0] * n
+    pos = 0
+    for k, z in enumerate(case.sizes):
+        offs[k] = pos
+        pos += z + case.src_gap
+    total = pos + 64
+    src_mem = torch.randint(0, 256, (total,), dtype=torch.uint8, device=device)
+    dst_mem = torch.randint(0, 256, (total + 64,), dtype=torch.uint8, device=device)
+    pin = None if device.type != "cpu" else False
+    dev = device if device.type != "cpu" else None
+    src: PtrBuffer[int] = PtrBuffer(n, device=dev, pin_memory=pin)
+    dst: PtrBuffer[int] = PtrBuffer(n, device=dev, pin_memory=pin)
+    sizes = SizeBuffer(n, device=dev, pin_memory=pin)
+    import numpy as np
+
+    o = np.array(offs, dtype=np.uint64)
+    src.fill(0, addresses(DevicePtr.of(src_mem), o, 1))
+    d_offs = [x + case.dst_shift for x in offs]
+    dst_addrs = addresses(DevicePtr.of(dst_mem), np.array(d_offs, dtype=np.uint64), 1)
+    if case.overlap_every:
+        # every k-th segment copies inside the source arena, shifted right by 1 KiB
+        s_np = src.numpy()
+        for k in range(0, n, case.overlap_every):
+            dst_addrs[k] = s_np[k] + np.uint64(1024)
+    dst.fill(0, dst_addrs)
+    sizes.fill(0, case.sizes)
+    if dev is not None:
+        src.to_device()
+        dst.to_device()
+        sizes.to_device()
+        torch.cuda.synchronize()
+    ts = TableSet(src_mem, dst_mem, src, dst, sizes)
+    if views:
+        ts.src_views = [src_mem[x : x + z] for x, z in zip(offs, case.sizes, strict=True)]
+        ts.dst_views = [dst_mem[x : x + z] for x, z in zip(d_offs, case.sizes, strict=True)]
+    return ts
+
+
+def time_ms(fns: list[Callable[[], None]], device: torch.device) -> float:
+    """Median per-call time of ``fns`` (rotated), in ms."""
+    if device.type == "cpu":
+        t0 = time.perf_counter()
+        for f in fns:
+            f()
+        return (time.perf_counter() - t0) * 1e3 / len(fns)
+    for f in fns:
+        f()
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for f in fns:
+            f()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    inner = max(INNER, len(fns))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for k in range(inner):
+            fns[k % len(fns)]()
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(REPLAYS):
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        graph.replay()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) / inner)
+    return statistics.median(times)
+
+
+def ceiling_gbs(device: torch.device) -> float:
+    nbytes = 1 * GiB if device.type != "cpu" else 1 * MiB
+    a = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=device)
+    b = torch.empty_like(a)
+
+    def copy() -> None:
+        b.copy_(a)
+
+    ms = time_ms([copy], device)
+    return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+def verify(case: Case, sets: list[TableSet]) -> bool:
+    ok = True
+    for ts in sets:
+        for k in range(0, len(case.sizes), max(1, len(case.sizes) // 64)):
+            s = int(ts.src.numpy()[k]) - ts.src_mem.data_ptr()
+            d = int(ts.dst.numpy()[k]) - ts.dst_mem.data_ptr()
+            z = case.sizes[k]
+            if case.overlap_every and k % case.overlap_every == 0:
+                continue
+            ok &= bool(torch.equal(ts.src_mem[s : s + z], ts.dst_mem[d : d + z]))
+    return ok
+
+
+def sets_for(case: Case, device: torch.device, views: bool) -> list[TableSet]:
+    total = sum(case.sizes)
+    k = 1 if device.type == "cpu" else max(1, min(8, math.ceil(L2_SAFE / max(total, 1))))
+    return [build_set(case, device, views) for _ in range(k)]
+
+
+def run_case(
+    case: Case, device: torch.device, ceiling: float, impls: list[str], configs: list[dict[str, int]]
+) -> dict[str, Any]:
+    views = "foreach_copy_" in impls or "copy_loop" in impls
+    sets = sets_for(case, device, views)
+    nbytes = 2 * sum(case.sizes)
+    res: dict[str, Any] = {
+        "case": case.name,
+        "segments": len(case.sizes),
+        "bytes_moved": nbytes,
+        "note": case.note,
+        "table_sets": len(sets),
+        "results": {},
+    }
+    n = len(case.sizes)
+    max_size = max(case.sizes)
+
+    def record(name: str, ms: float) -> None:
+        gbs = nbytes / (ms * 1e-3) / 1e9
+        res["results"][name] = {"us": ms * 1e3, "GBps": gbs, "of_ceiling": gbs / ceiling}
+
+    for cfg in configs:
+        label = "devptr" if not cfg else "devptr" + "".join(f"_{k}{v}" for k, v in cfg.items())
+        ppu = cfg.get("ppu", memcpy_mod.PROGRAMS_PER_UNIT)
+        chunk = cfg.get("chunk", memcpy_mod.CHUNK)
+        warps = cfg.get("warps", memcpy_mod.NUM_WARPS)
+        units = memcpy_mod._runtime.multiprocessor_count(device)
+        split = max(1, min(-(-units * ppu // n), -(-max_size // chunk), memcpy_mod.MAX_SPLIT))
+        fns = [
+            (
+                lambda ts=ts, sp=split, ch=chunk, w=warps: batch_memcpy(
+                    ts.src, ts.dst, ts.sizes, split=sp, chunk=ch, num_warps=w
+                )
+            )
+            for ts in sets
+        ]
+        for ts in sets:
+            ts.dst_mem.fill_(0xA5)
+        record(label, time_ms(fns, device))
+        res["results"][label]["split"] = split
+        res["results"][label]["correct"] = verify(case, sets)
+    if "vllm_style" in impls:
+        fns = [
+            (lambda ts=ts: vllm_style_batch_memcpy(ts.src.device(), ts.dst.device(), ts.sizes.device()))
+            if device.type != "cpu"
+            else (lambda ts=ts: vllm_style_batch_memcpy(ts.src.host(), ts.dst.host(), ts.sizes.host()))
+            for ts in sets
+        ]
+        record("vllm_style", time_ms(fns, device))
+    if "foreach_copy_" in impls:
+        fns = [(lambda ts=ts: torch._foreach_copy_(ts.dst_views, ts.src_views)) for ts in sets]
+        record("foreach_copy_", time_ms(fns, device))
+    if "copy_loop" in impls:
+
+        def loop(ts: TableSet) -> None:
+            for d, s in zip(ts.dst_views, ts.src_views, strict=True):
+                d.copy_(s)
+
+        fns = [(lambda ts=ts: loop(ts)) for ts in sets]
+        record("copy_loop", time_ms(fns, device))
+    del sets
+    torch.cuda.empty_cache() if device.type == "cuda" else None
+    return res
+
+
+def cases(quick: bool) -> list[Case]:
+    if quick:
+        return [
+            Case("mamba_mixed", [3 * KiB] * 3 + [20 * KiB] * 3),
+            Case("4093B_coaligned", [4093] * 4, note="same offset mod 16 in src and dst"),
+            Case("4093B_mismatched", [4093] * 4, dst_shift=5, note="src and dst differ mod 16"),
+            Case("overlap_1_in_2", [8 * KiB] * 4, src_gap=2 * KiB, overlap_every=2),
+        ]
+    return [
+        Case("mamba_mixed", [48 * KiB] * 72 + [2 * MiB] * 72, note="72 x 48 KiB + 72 x 2 MiB"),
+        Case("64KiB_x4096", [64 * KiB] * 4096),
+        Case("1MiB_x256", [1 * MiB] * 256),
+        Case("2MiB_x128", [2 * MiB] * 128),
+        Case("4KiB_x65536", [4 * KiB] * 65536),
+        Case("4093B_x4096_coaligned", [4093] * 4096, note="packed: same offset mod 16 in src and dst"),
+        Case("4093B_x4096_mismatched", [4093] * 4096, dst_shift=5, note="dst offsets +5: byte path"),
+        Case(
+            "2MiB_x128_overlap_1_in_16",
+            [2 * MiB] * 128,
+            src_gap=4 * KiB,
+            overlap_every=16,
+            note="8 of 128 segments move inside their source (right shift by 1 KiB)",
+        ),
+    ]
+
+
+def sweep_cases(quick: bool) -> list[Case]:
+    if quick:
+        return [Case(f"sweep_{z}", [z] * 4) for z in (1 * KiB, 16 * KiB)]
+    out = []
+    for z in (1 * KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB):
+        out.append(Case(f"sweep_{z}", [z] * (256 * MiB // z)))
+    return out
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "host": platform.node(),
+    }
+    if torch.cuda.is_available():
+        p = torch.cuda.get_device_properties(0)
+        info["gpu"] = p.name
+        info["sms"] = p.multi_processor_count
+        info["gpu_mem_GiB"] = round(p.total_memory / GiB, 1)
+    return info
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-sweep", action="store_true", help="skip the tuning sweep")
+    args = ap.parse_args()
+    device = torch.device("cuda") if torch.cuda.is_available() and not args.quick else torch.device("cpu")
+    t0 = time.time()
+    out: dict[str, Any] = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "defaults": {
+            "chunk": memcpy_mod.CHUNK,
+            "byte_chunk": memcpy_mod.BYTE_CHUNK,
+            "programs_per_unit": memcpy_mod.PROGRAMS_PER_UNIT,
+            "num_warps": memcpy_mod.NUM_WARPS,
+        },
+    }
+    ceiling = ceiling_gbs(device)
+    out["ceiling_GBps"] = ceiling
+    print(f"ceiling (1 GiB copy_): {ceiling:,.0f} GB/s", flush=True)
+    tuning = [{}] if args.no_sweep else [
+        {},
+        {"chunk": 8192},
+        {"chunk": 32768},
+        {"warps": 8},
+        {"chunk": 32768, "warps": 8},
+        {"ppu": 4},
+        {"ppu": 16},
+    ]
+    all_impls = ["vllm_style", "foreach_copy_"]
+    out["cases"] = []
+    for c in cases(args.quick):
+        impls = list(all_impls)
+        if c.name in ("mamba_mixed", "2MiB_x128", "4093B_x4096_coaligned") or args.quick:
+            impls.append("copy_loop")
+        r = run_case(c, device, ceiling, impls, tuning)
+        out["cases"].append(r)
+        best = max((v["of_ceiling"], k) for k, v in r["results"].items() if k.startswith("devptr"))
+        line = "  ".join(f"{k}={v['of_ceiling']:.0%}" for k, v in r["results"].items())
+        print(f"{c.name}: best {best[1]} {best[0]:.0%} | {line}", flush=True)
+    out["sweep"] = []
+    for c in sweep_cases(args.quick):
+        r = run_case(c, device, ceiling, ["vllm_style", "foreach_copy_"], [{}])
+        r["segment_bytes"] = c.sizes[0]
+        out["sweep"].append(r)
+        print(f"{c.name}: " + "  ".join(f"{k}={v['GBps']:,.0f}" for k, v in r["results"].items()), flush=True)
+    out["seconds"] = time.time() - t0
+    path = Path(args.out) / "kernels_bench.json"
+    path.write_text(json.dumps(out, indent=1))
+    print_table(out)
+    print(f"wrote {path} in {out['seconds']:.0f} s")
+
+
+def print_table(out: dict[str, Any]) -> None:
+    print(f"\nceiling {out['ceiling_GBps']:,.0f} GB/s; default config (devptr) vs baselines")
+    print(
+        f"{'case':30} {'devptr us':>10} {'%ceil':>6} {'vllm us':>9} {'x':>6} "
+        f"{'foreach us':>10} {'x':>6} {'loop us':>9}"
+    )
+    for r in out["cases"]:
+        res = r["results"]
+        d = res["devptr"]["us"]
+        v = res.get("vllm_style", {}).get("us", float("nan"))
+        f = res.get("foreach_copy_", {}).get("us", float("nan"))
+        lp = res.get("copy_loop", {}).get("us", float("nan"))
+        print(
+            f"{r['case']:30} {d:10.1f} {res['devptr']['of_ceiling']:6.0%} {v:9.1f} {v / d:6.1f} "
+            f"{f:10.1f} {f / d:6.1f} {lp:9.1f}  ok={res['devptr']['correct']}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""copy_state_blocks: conv windows shifted by accepted tokens, whole temporal states."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _state_cases import make_setup, reference
+
+pytest.importorskip("triton")
+
+from devptr import CapacityError, LengthMismatchError, PtrBuffer, PtrTypeError
+from devptr.kernels import copy_state_blocks
+
+
+def _run(setup, device, src, dst, bias, n, **kw):  # type: ignore[no-untyped-def]
+    t = lambda v: torch.tensor(v, dtype=torch.int32, device=device)  # noqa: E731
+    copy_state_blocks(
+        setup.bases,
+        setup.meta,
+        _group_ptrs(setup, device),
+        setup.tables[0].stride(0),
+        t(src),
+        t(dst),
+        t(bias),
+        n,
+        **kw,
+    )
+
+
+def _group_ptrs(setup, device):  # type: ignore[no-untyped-def]
+    from devptr import DevicePtr
+
+    buf: PtrBuffer[int] = PtrBuffer(2, device=device if device.type != "cpu" else None)
+    buf.fill(0, [DevicePtr.of(t) for t in setup.tables])
+    if device.type != "cpu":
+        buf.to_device()
+    return buf
+
+
+@pytest.mark.parametrize("skip_same_block", [False, True])
+def test_state_copies_match_vllm_copy_specs(skip_same_block: bool, kernel_device: torch.device) -> None:
+    setup = make_setup(kernel_device, seed=1)
+    # req 0: plain move; 1: shift by 2 across blocks; 2: same-column shift (memmove in place);
+    # 3: skipped (src -1); 4: same column, bias 0 (skipped); 5: shift 3 (window of 1 token)
+    src = [0, 1, 3, -1, 2, 4]
+    dst = [5, 6, 3, 2, 2, 7]
+    bias = [0, 2, 1, 0, 0, 3]
+    want = reference(setup, src, dst, bias, list(range(6)), skip_same_block)
+    _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=skip_same_block, tiles=3,
+         chunk=512, byte_chunk=64)
+    for got, exp in zip(setup.states, want, strict=True):
+        assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
+
+
+def test_idx_mapping_selects_request_slots(kernel_device: torch.device) -> None:
+    setup = make_setup(kernel_device, seed=2)
+    src = [1, 0, 2, 3, 0, 1]
+    dst = [4, 5, 6, 7, 1, 2]
+    bias = [1, 0, 0, 2, 0, 1]
+    mapping = [4, -1, 1]
+    want = reference(setup, src, dst, bias, mapping, False)
+    _run(setup, kernel_device, src, dst, bias, 3,
+         idx_mapping=torch.tensor(mapping, dtype=torch.int32, device=kernel_device))
+    for got, exp in zip(setup.states, want, strict=True):
+        assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
+
+
+def test_launcher_validates(kernel_device: torch.device) -> None:
+    setup = make_setup(kernel_device, seed=3)
+    ptrs = _group_ptrs(setup, kernel_device)
+    cols = torch.zeros(4, dtype=torch.int32, device=kernel_device)
+    with pytest.raises(CapacityError):
+        copy_state_blocks(setup.bases, setup.meta, ptrs, 8, cols, cols, cols, 5)
+    with pytest.raises(LengthMismatchError):
+        short: PtrBuffer[int] = PtrBuffer(2)
+        copy_state_blocks(short, setup.meta, ptrs, 8, cols, cols, cols, 1)
+    with pytest.raises(PtrTypeError):
+        copy_state_blocks(setup.bases, setup.meta, ptrs, 8, cols.float(), cols, cols, 1)
