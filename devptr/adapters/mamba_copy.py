@@ -83,14 +83,30 @@ class _Plan:
             )
         arr = np.array(rows, dtype=np.uint64).reshape(-1, 9)
         self.entries = arr.shape[0]
-        self.base, self.stride, self.tok_stride = arr[:, 0], arr[:, 1], arr[:, 2]
-        self.tok_bytes, self.width, self.block_bytes = arr[:, 3], arr[:, 4], arr[:, 5]
-        self.is_conv = arr[:, 6].astype(bool)
-        self.group = arr[:, 7].astype(np.intp)
-        self.num_blocks = arr[:, 8]
-        self.known = np.ones(self.entries, dtype=bool)
+        base, stride, tok_stride, tok_bytes, width, block_bytes = (arr[:, k] for k in range(6))
+        is_conv = arr[:, 6].astype(bool)
+        group = arr[:, 7].astype(np.intp)
+        known = np.ones(self.entries, dtype=bool)
         for k, *_ in self.generic:
-            self.known[k] = False
+            known[k] = False
+        self.base, self.stride = base, stride
+        # per entry: which of the request's 2 * groups block ids is its source
+        # (conv windows read column src, temporal states column src + bias)
+        self.src_sel = group * 2 + (~is_conv).astype(np.intp)
+        self.group = group
+        self.conv_shift = np.where(is_conv, tok_stride, U64(0))  # bytes per accepted token
+        self.conv_tok = np.where(is_conv, tok_bytes, U64(0)).astype(np.int64)
+        self.size0 = np.where(is_conv, width * tok_bytes, block_bytes).astype(np.int64)
+        conv_widths = width[is_conv & known]
+        self.min_width = int(conv_widths.min()) if conv_widths.size else 1 << 62
+        # the fewest blocks among the known states reading each (group, column kind)
+        self.limit = [1 << 62] * (2 * len(mamba_group_ids))
+        self.dst_limit = [1 << 62] * len(mamba_group_ids)
+        for k in np.flatnonzero(known).tolist():
+            nb = int(arr[k, 8])
+            sel = int(self.src_sel[k])
+            self.limit[sel] = min(self.limit[sel], nb)
+            self.dst_limit[int(group[k])] = min(self.dst_limit[int(group[k])], nb)
         self.key = (id(forward_context), tuple(mamba_group_ids))
 
     def compute(
@@ -101,26 +117,32 @@ class _Plan:
         dest: int,
         bias: int,
     ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
-        ids = [block_ids[g] for g in mamba_group_ids]
-        conv_src = np.array([b[src] for b in ids], dtype=np.int64)
-        temp_src = np.array([b[src + bias] if src + bias < len(b) else -1 for b in ids], dtype=np.int64)
-        dst_blk = np.array([b[dest] for b in ids], dtype=np.int64)
-        sb = np.where(self.is_conv, conv_src[self.group], temp_src[self.group])
-        db = dst_blk[self.group]
-        out_of_range = (sb.astype(U64) >= self.num_blocks) | (db.astype(U64) >= self.num_blocks)
-        bad = self.known & ((sb < 0) | (db < 0) | out_of_range)
-        if bad.any():
-            k = int(np.argmax(bad))
-            raise CapacityError(
-                f"entry {k}: block id {int(sb[k])} or {int(db[k])} outside the state's "
-                f"{int(self.num_blocks[k])} blocks"
-            )
+        cols: list[int] = []
+        dsts: list[int] = []
+        for pos, gid in enumerate(mamba_group_ids):
+            ids = block_ids[gid]
+            col = (ids[src], ids[src + bias] if src + bias < len(ids) else -1)
+            for j in (0, 1):
+                if not 0 <= col[j] < self.limit[2 * pos + j]:
+                    if self.limit[2 * pos + j] == 1 << 62 and col[j] == -1:
+                        continue  # no state of this group reads that column
+                    raise CapacityError(
+                        f"group {gid}: block id {col[j]} outside the {self.limit[2 * pos + j]} "
+                        "blocks of its states"
+                    )
+            cols += col
+            d = ids[dest]
+            if not 0 <= d < self.dst_limit[pos]:
+                raise CapacityError(f"group {gid}: block id {d} outside its states' blocks")
+            dsts.append(d)
+        if bias < 0 or (bias > self.min_width and self.min_width < 1 << 62):
+            raise CapacityError(f"accept_token_bias {bias} outside [0, {self.min_width}]")
+        sb = np.array(cols, dtype=np.int64).astype(U64)[self.src_sel]
+        db = np.array(dsts, dtype=np.int64).astype(U64)[self.group]
         ub = U64(bias)
-        shift = np.where(self.is_conv, ub * self.tok_stride, U64(0))
-        src_addr = self.base + sb.astype(U64) * self.stride + shift
-        dst_addr = self.base + db.astype(U64) * self.stride
-        keep = np.where(self.width > ub, self.width - ub, U64(0))
-        sizes = np.where(self.is_conv, keep * self.tok_bytes, self.block_bytes).astype(np.int64)
+        src_addr = self.base + sb * self.stride + ub * self.conv_shift
+        dst_addr = self.base + db * self.stride
+        sizes = self.size0 - np.int64(bias) * self.conv_tok
         for k, pos, state, func in self.generic:
             gid = mamba_group_ids[pos]
             spec = cast(CopyFunc, func)(state, block_ids[gid], src, bias + 1)
