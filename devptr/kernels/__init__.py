@@ -14,6 +14,7 @@ from devptr.kernels._memcpy import MemmoveKind, batch_memcpy, memmove_kinds
 from devptr.kernels._runtime import TritonUnavailableError
 from devptr.kernels._sizes import SizeBuffer
 from devptr.kernels._state_copy import STATE_META_COLUMNS, StateMeta, copy_state_blocks
+from devptr.kernels.lamport import lamport_allreduce  # one-shot Lamport all-reduce (issue #5)
 
 __all__ = [
     "STATE_META_COLUMNS",
@@ -23,5 +24,6 @@ __all__ = [
     "TritonUnavailableError",
     "batch_memcpy",
     "copy_state_blocks",
+    "lamport_allreduce",
     "memmove_kinds",
 ]

@@ -1,0 +1,173 @@
+# Triton kernels: parameters carry no Python annotations (Triton reads annotations as
+# specialisation hints), so mypy cannot type these bodies.
+# mypy: disable-error-code="no-untyped-def,untyped-decorator"
+"""Triton device code of the one-shot Lamport all-reduce.
+
+Imported only through :func:`devptr.kernels._runtime.jit_module` (it imports Triton).
+
+Data travels as 32-bit words: float32 values as their bits, float16/bfloat16 values as
+packed pairs. The empty-slot word is ``0x80000000`` (float32 -0.0); a writer first turns
+every negative zero of its input into +0.0 (per 16-bit half for the 16-bit types), so no
+word it writes can be the empty-slot word, and a reader knows a word has arrived when it
+is no longer that word. Words are written and read whole (aligned 32-bit accesses), so a
+half-arrived pair is never mistaken for an arrived one.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+EMPTY = tl.constexpr(-2147483648)  # 0x80000000 as int32
+HI_MASK = tl.constexpr(-65536)  # 0xFFFF0000 as int32
+LO_MASK = tl.constexpr(0xFFFF)
+NEG_ZERO_16 = tl.constexpr(0x8000)
+
+
+@triton.jit
+def _sanitize(w, KIND: tl.constexpr):
+    """Input words with every negative zero made +0.0 (KIND 0: float32, else 16-bit pairs)."""
+    if KIND == 0:
+        w = tl.where(w == EMPTY, 0, w)
+    else:
+        w = tl.where((w & LO_MASK) == NEG_ZERO_16, w & HI_MASK, w)
+        w = tl.where((w & HI_MASK) == EMPTY, w & LO_MASK, w)
+    return w
+
+
+@triton.jit
+def _decode(w, KIND: tl.constexpr):
+    """Words to float32 values: (value, unused) for float32, (low half, high half) else."""
+    if KIND == 0:
+        lo = w.to(tl.float32, bitcast=True)
+        hi = lo
+    elif KIND == 1:
+        lo = (w & LO_MASK).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+        hi = (w >> 16).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32)
+    else:
+        lo = (w << 16).to(tl.float32, bitcast=True)
+        hi = (w & HI_MASK).to(tl.float32, bitcast=True)
+    return lo, hi
+
+
+@triton.jit
+def _encode(lo, hi, KIND: tl.constexpr):
+    """float32 sums back to output words (rounded to the 16-bit type, nearest-even)."""
+    if KIND == 0:
+        w = lo.to(tl.int32, bitcast=True)
+    else:
+        if KIND == 1:
+            lo16 = lo.to(tl.float16).to(tl.int16, bitcast=True)
+            hi16 = hi.to(tl.float16).to(tl.int16, bitcast=True)
+            w = (lo16.to(tl.int32) & LO_MASK) | (hi16.to(tl.int32) << 16)
+        else:
+            w = (_bf16_bits(lo) & LO_MASK) | (_bf16_bits(hi) << 16)
+    return w
+
+
+@triton.jit
+def _bf16_bits(v):
+    """float32 to bfloat16 bits (in an int32), rounded to nearest-even; NaN stays NaN.
+
+    Done on the bits so that compiled kernels and the interpreter (which truncates) agree.
+    """
+    bits = v.to(tl.int32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    nan = (bits & 0x7FFFFFFF) > 0x7F800000
+    return tl.where(nan, (bits >> 16) | 0x40, rounded)
+
+
+@triton.jit
+def _table_ptr(ws_ptr, k, T: tl.constexpr):
+    """Entry ``k`` of the workspace table (int64 or uint64) as a pointer to ``T``."""
+    return tl.load(ws_ptr + k).to(tl.uint64, bitcast=True).to(tl.pointer_type(T))
+
+
+@triton.jit
+def _lamport_allreduce_kernel(
+    ws_ptr,
+    x_ptr,
+    out_ptr,
+    rank,
+    n_words,
+    comm_words,
+    slot_words,
+    max_spins,
+    WORLD: tl.constexpr,
+    KIND: tl.constexpr,
+    WRITE: tl.constexpr,
+    REDUCE: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    """One round of the one-shot Lamport all-reduce, for one rank.
+
+    ``ws_ptr``: the 3N+2 table (``lamport`` section at ``2N``, ``flag`` at ``3N``,
+    ``layout`` at ``3N+1``). ``x_ptr``/``out_ptr``: ``n_words`` int32 words. The round's
+    buffer index ``b`` is ``flag[2]``; rank r's slot in round buffer b of every Lamport
+    buffer starts at word ``b * comm_words + r * slot_words``.
+
+    WRITE: put this rank's words into its slot of round buffer b of every rank (peers first).
+    REDUCE: for each word, wait (volatile loads, at most ``max_spins`` re-reads per chunk
+    and slot, then flag[1] = 1) until every slot of this rank's round buffer b holds data,
+    sum the slots in rank order in float32, write ``out``; refill with the empty word the
+    previous round's buffer ((b + 2) % 3, ``layout[0]`` bytes per slot); the last program
+    to arrive (flag[0]) records this round's size in ``layout[0]`` and advances flag[2].
+    """
+    pid = tl.program_id(0)
+    nprog = tl.num_programs(0)
+    offs = tl.arange(0, BLOCK).to(tl.int64)
+    flag = _table_ptr(ws_ptr, 3 * WORLD, tl.int32)
+    lay = _table_ptr(ws_ptr, 3 * WORLD + 1, tl.int64)
+    b = tl.load(flag + 2).to(tl.int64)
+    nchunks = tl.cdiv(n_words, BLOCK)
+    # Every slot starts on a 16-byte boundary (Lamport buffers are allocated 16-byte
+    # aligned, comm_size and slot sizes are multiples of 16 bytes): the hints, on word
+    # offsets and base pointers, let Triton use 16-byte accesses.
+    if WRITE:
+        mine = b * comm_words + rank * slot_words
+        for c in range(pid, nchunks, nprog):
+            idx = offs + c * BLOCK
+            m = idx < n_words
+            w = _sanitize(tl.load(x_ptr + idx, mask=m, other=0), KIND)
+            for p in tl.static_range(1, WORLD + 1):
+                dst = _table_ptr(ws_ptr, 2 * WORLD + (rank + p) % WORLD, tl.int32)
+                tl.store(tl.multiple_of(dst + mine, 16) + idx, w, mask=m)
+    if REDUCE:
+        own = _table_ptr(ws_ptr, 2 * WORLD + rank, tl.int32)
+        cur = tl.multiple_of(own + b * comm_words, 16)
+        prev = tl.multiple_of(own + ((b + 2) % 3) * comm_words, 16)
+        # The previous round's words per slot, rounded up to 16 bytes (inside the slot).
+        clear_words = (tl.load(lay) + 15) // 16 * 4
+        nclear = tl.cdiv(clear_words, BLOCK)
+        timed_out = 0
+        for c in range(pid, tl.maximum(nchunks, nclear), nprog):
+            idx = offs + c * BLOCK
+            if c < nchunks:
+                m = idx < n_words
+                acc_lo = tl.zeros([BLOCK], tl.float32)
+                acc_hi = tl.zeros([BLOCK], tl.float32)
+                for s in tl.static_range(WORLD):
+                    src = tl.multiple_of(cur + s * slot_words, 16) + idx
+                    w = tl.load(src, mask=m, other=0, volatile=True)
+                    spins = 0
+                    while (tl.max((w == EMPTY).to(tl.int32), axis=0) > 0) & (spins < max_spins):
+                        w = tl.load(src, mask=m, other=0, volatile=True)
+                        spins += 1
+                    if spins >= max_spins:
+                        timed_out = 1
+                    lo, hi = _decode(w, KIND)
+                    acc_lo += lo
+                    acc_hi += hi
+                tl.store(out_ptr + idx, _encode(acc_lo, acc_hi, KIND), mask=m)
+            if c < nclear:
+                cm = idx < clear_words
+                for s in tl.static_range(WORLD):
+                    dst = tl.multiple_of(prev + s * slot_words, 16) + idx
+                    tl.store(dst, tl.full([BLOCK], EMPTY, tl.int32), mask=cm)
+        if timed_out:
+            tl.store(flag + 1, 1)
+        arrived = tl.atomic_add(flag, 1)
+        if arrived == nprog - 1:
+            tl.store(flag, 0)
+            tl.store(lay, n_words * 4)
+            tl.store(flag + 2, ((b + 1) % 3).to(tl.int32))

@@ -1,0 +1,178 @@
+"""One-shot Lamport all-reduce in Triton, driven by a :class:`LamportWorkspace`.
+
+Every rank writes its input into its slot of every rank's current round buffer (peers
+first), then waits on its own round buffer until no slot holds the empty-slot word
+(float32 negative zero), sums the slots in rank order (float32), and refills the
+previous round's buffer with the empty word. No barrier: a slot is ready when its data is
+there. The round's buffer index lives in the workspace's flag buffer on the device, so a
+sequence of calls can be captured in a CUDA graph and replayed.
+
+Triple buffering makes this safe: round k uses buffer ``k % 3``, and buffer
+``(k - 1) % 3`` is cleared during round k. A rank in round k+2 (the next user of that
+buffer) has seen this rank's round k+1 data, which this rank writes only after round k,
+clear included, finished.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import torch
+
+from devptr._errors import DevPtrError, LengthMismatchError, PtrTypeError, describe
+from devptr.adapters.lamport import LamportWorkspace
+from devptr.kernels import _runtime
+
+_KINDS: Final = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+_PHASES: Final = {"both": (True, True), "write": (True, False), "reduce": (False, True)}
+
+DEFAULT_MAX_SPINS: Final = 1 << 24
+"""Re-reads of one chunk of one slot before a kernel gives up (seconds on a GPU)."""
+
+
+def _warps(block: int) -> int:
+    """Warps for a chunk of ``block`` words: four words (one 16-byte access) per thread."""
+    return min(8, max(1, block // 128))
+
+
+def _block_for(n_words: int, programs: int) -> tuple[int, int]:
+    """(BLOCK, num_warps): about one chunk per multiprocessor, 256..4096 words a chunk."""
+    per = -(-n_words // max(programs, 1))
+    block = 256
+    while block < per and block < 4096:
+        block *= 2
+    return block, _warps(block)
+
+
+def _words(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous tensor's bytes as int32 words (zero-copy; 4-byte aligned)."""
+    return t.view(-1).view(torch.int32)
+
+
+def lamport_allreduce(
+    x: torch.Tensor,
+    workspace: LamportWorkspace,
+    *,
+    out: torch.Tensor | None = None,
+    phase: Literal["both", "write", "reduce"] = "both",
+    max_spins: int = DEFAULT_MAX_SPINS,
+    block: int | None = None,
+    num_programs: int | None = None,
+) -> torch.Tensor:
+    """Sum ``x`` over the workspace's ranks; every rank gets the same result.
+
+    Parameters
+    ----------
+    x
+        This rank's input: float32, float16 or bfloat16 on the workspace's device, at most
+        ``workspace.max_message_bytes``. Every rank passes the same shape and dtype.
+    workspace
+        The open :class:`LamportWorkspace` of this rank (its table, flag and layout).
+    out
+        Where the sum goes (same shape and dtype as ``x``, contiguous); default: a new
+        tensor. May be ``x`` itself.
+    phase
+        ``"both"`` (default) runs the whole round. ``"write"`` and ``"reduce"`` split it for
+        simulated ranks in one process (``TRITON_INTERPRET=1``): run ``"write"`` for every
+        rank, then ``"reduce"`` for every rank, since a waiting kernel cannot run beside
+        the others there. ``"write"`` returns ``out`` unwritten.
+    max_spins
+        How often one chunk of one slot is re-read before the kernel gives up, records a
+        timeout in the flag buffer and goes on; :meth:`LamportWorkspace.check` raises it.
+    block, num_programs
+        Words per chunk (a power of two) and programs; default: about one chunk per
+        multiprocessor (programs are capped there, so every program is resident).
+
+    Returns
+    -------
+    torch.Tensor
+        ``out``: the sum in rank order, computed in float32 and rounded to ``x.dtype``.
+        Negative zeros in the inputs count as +0.0 (the empty-slot marker is -0.0).
+
+    Notes
+    -----
+    Memory: reads ``x``; writes this rank's slot of every rank's Lamport buffer, this
+    rank's own previous round buffer, flag and layout buffers, and ``out``. A
+    non-contiguous ``x``, or a 16-bit ``x`` with an odd number of elements, is first
+    copied (padded to whole 32-bit words). Stream-ordered on the current stream; no host
+    synchronisation, so calls can be captured in a CUDA graph.
+    """
+    kind = _KINDS.get(x.dtype) if isinstance(x, torch.Tensor) else None
+    if kind is None:
+        raise PtrTypeError(
+            f"lamport_allreduce takes a float32, float16 or bfloat16 tensor (got {describe(x)})"
+        )
+    if not isinstance(workspace, LamportWorkspace):
+        raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(workspace)})")
+    if phase not in _PHASES:
+        raise PtrTypeError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
+    table = workspace.workspace  # raises WorkspaceClosedError when closed
+    if x.device != workspace.device:
+        raise DevPtrError(f"x is on {x.device}, the workspace on {workspace.device}")
+    nbytes = x.numel() * x.element_size()
+    if nbytes > workspace.max_message_bytes:
+        raise LengthMismatchError(
+            f"x has {nbytes} bytes; this workspace's slots hold {workspace.max_message_bytes} "
+            f"(comm_size {workspace.comm_size} for {workspace.world_size} ranks)"
+        )
+    if out is None:
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    elif out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+        raise LengthMismatchError(
+            f"out must match x: {tuple(x.shape)} {x.dtype} on {x.device} "
+            f"(got {tuple(out.shape)} {out.dtype} on {out.device})"
+        )
+    elif not out.is_contiguous():
+        raise PtrTypeError("out must be contiguous")
+    if type(max_spins) is not int or max_spins < 1:
+        raise PtrTypeError(f"max_spins must be a positive int (got {describe(max_spins)})")
+    if x.numel() == 0:
+        return out
+
+    src = x if x.is_contiguous() else x.contiguous()
+    dst = out
+    if nbytes % 4 or src.data_ptr() % 4 or out.data_ptr() % 4:
+        # 16-bit data of an odd length (or misaligned): go through padded word buffers.
+        pad = (-x.numel()) % (4 // x.element_size())
+        src = torch.cat([src.view(-1), src.new_zeros(pad)])
+        dst = torch.empty_like(src)
+    xw, ow = _words(src), _words(dst)
+    n_words = xw.numel()
+
+    dev = workspace.device
+    _runtime.check_launch_device(dev)
+    sms = _runtime.multiprocessor_count(dev)
+    if block is None:
+        blk, warps = _block_for(n_words, num_programs or sms)
+    else:
+        if type(block) is not int or block < 16 or block & (block - 1):
+            raise PtrTypeError(f"block must be a power of two >= 16 (got {describe(block)})")
+        blk, warps = block, _warps(block)
+    chunks = -(-n_words // blk)
+    layout = workspace.layout
+    clear_chunks = -(-layout.slot_bytes // 4 // blk)  # enough programs for any clear size
+    grid = num_programs if num_programs is not None else min(max(chunks, clear_chunks, 1), sms)
+    if type(grid) is not int or grid < 1:
+        raise PtrTypeError(f"num_programs must be a positive int (got {describe(num_programs)})")
+    write, reduce = _PHASES[phase]
+    jit = _runtime.jit_module("_lamport_jit")
+    with _runtime.on_device(dev):
+        jit._lamport_allreduce_kernel[(grid,)](
+            table,
+            xw,
+            ow,
+            workspace.rank,
+            n_words,
+            layout.comm_size // 4,
+            layout.slot_bytes // 4,
+            max_spins,
+            WORLD=layout.world_size,
+            KIND=_KINDS[x.dtype],
+            WRITE=write,
+            REDUCE=reduce,
+            BLOCK=blk,
+            num_warps=warps,
+        )
+    if dst is not out and reduce:
+        out.view(-1).copy_(dst[: x.numel()])
+    return out
