@@ -17,6 +17,7 @@ Section = Callable[[Console], None]
 # (triton) disables one section, with a message, not the whole demo.
 SECTIONS: list[tuple[str, str]] = [
     ("devptr._demo.core", "section"),
+    ("devptr._demo.mamba", "section"),
 ]
 
 
