@@ -12,6 +12,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Device pointers as a typed, checked value: demo, check, migrate."""
+
+
 @app.command()
 def demo() -> None:
     """Show the torch/numpy traps on the installed torch and devptr's bit-exact path."""
