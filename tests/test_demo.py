@@ -33,3 +33,14 @@ def test_demo_runs_and_is_bit_exact() -> None:
     assert "all bit-exact" in out
     assert "MISMATCH" not in out
     assert "Overflow when unpacking long long" in out
+
+
+def test_cli_demo_subprocess() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "devptr.cli", "demo"], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "all bit-exact" in proc.stdout
