@@ -110,8 +110,8 @@ def batch_memcpy(
         check_segments(tables["src"][:count], tables["dst"][:count], tables["sizes"][:count])
     if count == 0:
         return
-    _runtime.check_launch_device(device)
     jit = _runtime.jit_module("_copy_jit")
+    _runtime.check_launch_device(device, jit)
     if split is None:
         hint = max_size if max_size is not None else _tables.host_hint(sizes, count)
         split = split_factor(count, device, hint, chunk)
@@ -150,8 +150,8 @@ def memmove_kinds(src: object, dst: object, sizes: object, n: int | None = None)
     out = torch.empty(count, dtype=torch.int32, device=device)
     if count == 0:
         return out
-    _runtime.check_launch_device(device)
     jit = _runtime.jit_module("_copy_jit")
+    _runtime.check_launch_device(device, jit)
     block = 128
     s, d, z = (t[:count].contiguous() for t in tables.values())
     with _runtime.on_device(device):

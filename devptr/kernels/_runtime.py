@@ -22,6 +22,7 @@ class TritonUnavailableError(DevPtrError, ImportError):
 
 
 INTERPRET_ENV = "TRITON_INTERPRET"
+_interpreted: dict[str, bool] = {}
 
 
 def interpreting() -> bool:
@@ -42,7 +43,9 @@ def jit_module(name: str) -> ModuleType:
             "devptr.kernels needs Triton (pip install 'devptr[kernels]'); "
             f"importing it failed: {exc}"
         ) from None
-    return importlib.import_module(f"devptr.kernels.{name}")
+    mod = importlib.import_module(f"devptr.kernels.{name}")
+    _interpreted.setdefault(mod.__name__, interpreting())  # what Triton's jit decided at import
+    return mod
 
 
 @functools.lru_cache(maxsize=16)
@@ -56,9 +59,10 @@ def multiprocessor_count(device: torch.device) -> int:
     return 4
 
 
-def check_launch_device(device: torch.device) -> None:
-    """Raise unless kernels can run with tables on ``device``."""
-    if device.type == "cpu" and not interpreting():
+def check_launch_device(device: torch.device, jit: ModuleType | None = None) -> None:
+    """Raise unless kernels (of module ``jit``, when given) can run with tables on ``device``."""
+    interpreted = interpreting() if jit is None else _interpreted.get(jit.__name__, False)
+    if device.type == "cpu" and not interpreted:
         raise DevPtrError(
             "the tables are on the CPU: copy them to the device first (PtrBuffer.to_device), "
             f"or set {INTERPRET_ENV}=1 before the first launch to run kernels on the CPU"

@@ -154,8 +154,8 @@ def copy_state_blocks(
     num_states = int(bases.shape[0])
     if num_reqs == 0 or num_states == 0:
         return
-    _runtime.check_launch_device(device)
     jit = _runtime.jit_module("_state_jit")
+    _runtime.check_launch_device(device, jit)
     with _runtime.on_device(device):
         jit._copy_state_blocks_kernel[(num_reqs, num_states, tiles)](
             src_c,
