@@ -18,6 +18,7 @@ Section = Callable[[Console], None]
 SECTIONS: list[tuple[str, str]] = [
     ("devptr._demo.core", "section"),
     ("devptr._demo.mamba", "section"),
+    ("devptr._demo.lamport", "section"),
 ]
 
 

@@ -150,8 +150,10 @@ def lamport_allreduce(
         blk, warps = block, _warps(block)
     chunks = -(-n_words // blk)
     layout = workspace.layout
-    clear_chunks = -(-layout.slot_bytes // 4 // blk)  # enough programs for any clear size
-    grid = num_programs if num_programs is not None else min(max(chunks, clear_chunks, 1), sms)
+    # Programs loop over chunks, so any grid is correct (a larger previous round is cleared
+    # in more steps); at most one program per multiprocessor keeps every program resident,
+    # which a kernel that waits on its peers needs.
+    grid = num_programs if num_programs is not None else min(chunks, sms)
     if type(grid) is not int or grid < 1:
         raise PtrTypeError(f"num_programs must be a positive int (got {describe(num_programs)})")
     write, reduce = _PHASES[phase]
