@@ -26,6 +26,8 @@ class MemmoveKind(enum.IntEnum):
 
 CHUNK = 16384
 """Bytes one program moves per step on the 16-byte path."""
+MIN_CHUNK = 1024
+"""Smallest step the launcher picks by itself for batches of small segments."""
 BYTE_CHUNK = 4096
 """Bytes one program moves per step on the byte path and for overlapping segments."""
 PROGRAMS_PER_UNIT = 8
@@ -56,7 +58,7 @@ def batch_memcpy(
     *,
     max_size: int | None = None,
     split: int | None = None,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
     byte_chunk: int = BYTE_CHUNK,
     num_warps: int = NUM_WARPS,
 ) -> None:
@@ -84,7 +86,9 @@ def batch_memcpy(
         sizes live on the device (never needed for correctness).
     split, chunk, byte_chunk, num_warps
         Tuning knobs (programs per segment; bytes per step on the 16-byte and byte
-        paths; warps per program). Defaults suit an H200.
+        paths; warps per program). Defaults suit an H200: ``chunk`` is :data:`CHUNK`, or
+        the largest size rounded up to a power of two (at least :data:`MIN_CHUNK`) when
+        that is smaller and known.
 
     Notes
     -----
@@ -104,16 +108,22 @@ def batch_memcpy(
     }
     count = _tables.segment_count(n, tables)
     device = _tables.same_device(tables)
-    if chunk < 256 or chunk & (chunk - 1) or byte_chunk < 16 or byte_chunk & (byte_chunk - 1):
-        raise ValueError(f"chunk and byte_chunk must be powers of two (got {chunk}, {byte_chunk})")
+    if chunk is not None and (type(chunk) is not int or chunk < 256 or chunk & (chunk - 1)):
+        raise ValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
+    if type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1):
+        raise ValueError(f"byte_chunk must be a power of two >= 16 (got {byte_chunk!r})")
     if _checked.ENABLED:
         check_segments(tables["src"][:count], tables["dst"][:count], tables["sizes"][:count])
     if count == 0:
         return
     jit = _runtime.jit_module("_copy_jit")
     _runtime.check_launch_device(device, jit)
-    if split is None:
+    hint: int | None = None
+    if split is None or chunk is None:
         hint = max_size if max_size is not None else _tables.host_hint(sizes, count)
+    if chunk is None:
+        chunk = CHUNK if hint is None else max(MIN_CHUNK, min(CHUNK, 1 << max(hint - 1, 1).bit_length()))
+    if split is None:
         split = split_factor(count, device, hint, chunk)
     elif type(split) is not int or not 1 <= split <= 65535:
         raise ValueError(f"split must be an int in [1, 65535] (got {split!r})")
