@@ -140,7 +140,8 @@ def lamport_allreduce(
     n_words = xw.numel()
 
     dev = workspace.device
-    _runtime.check_launch_device(dev)
+    jit = _runtime.jit_module("_lamport_jit")
+    _runtime.check_launch_device(dev, jit)
     sms = _runtime.multiprocessor_count(dev)
     if block is None:
         blk, warps = _block_for(n_words, num_programs or sms)
@@ -157,7 +158,6 @@ def lamport_allreduce(
     if type(grid) is not int or grid < 1:
         raise PtrTypeError(f"num_programs must be a positive int (got {describe(num_programs)})")
     write, reduce = _PHASES[phase]
-    jit = _runtime.jit_module("_lamport_jit")
     with _runtime.on_device(dev):
         jit._lamport_allreduce_kernel[(grid,)](
             table,
