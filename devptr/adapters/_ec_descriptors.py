@@ -12,12 +12,13 @@ sizes column read the same value: one storage serves the CUDA/ROCm op (int64 src
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from devptr import Encoding, PtrBuffer, PtrBufferPool, encoding_for
+from devptr import DevicePtr, Encoding, PtrBuffer, PtrBufferPool, addresses, encoding_for
 from devptr._convert import U64, U64Array, ptr_array
 from devptr._errors import (
     AddressOverflowError,
@@ -49,12 +50,17 @@ def default_device() -> torch.device:
     return torch.device("cpu")
 
 
-def byte_count_array(byte_counts: object, n: int) -> U64Array:
-    """Validate ``n`` byte counts (non-negative integers below 2**63) as a uint64 array.
+_max = np.maximum.reduce
+_min = np.minimum.reduce
+
+
+def byte_count_array(byte_counts: object, n: int) -> tuple[U64Array, int]:
+    """Validate ``n`` byte counts (non-negative integers below 2**63): ``(uint64 array, max)``.
 
     Accepts a 1-D integer numpy array, a CPU integer tensor or a sequence of ints.
     Floats, bools and raw objects raise :class:`PtrTypeError`; negative values and values
-    that do not fit an int64 raise :class:`AddressRangeError`.
+    that do not fit an int64 raise :class:`AddressRangeError`. The array may be a
+    zero-copy view of the input (non-negative int64 values have the same bits).
     """
     if isinstance(byte_counts, torch.Tensor):
         if byte_counts.device.type != "cpu":
@@ -66,32 +72,75 @@ def byte_count_array(byte_counts: object, n: int) -> U64Array:
     if arr.shape[0] != n:
         raise LengthMismatchError(f"{n} sources and destinations but {arr.shape[0]} byte counts")
     if n == 0:
-        return np.empty(0, dtype=U64)
+        return np.empty(0, dtype=U64), 0
     kind = arr.dtype.kind
     if kind == "i":
-        lo = arr.min()
-        if lo < 0:
-            raise AddressRangeError(f"byte counts must be non-negative (got {int(lo)})")
-        return arr.astype(U64)
+        # One reduction: viewed as uint64, a negative int64 reads >= 2**63, and
+        # non-negative values keep their bits (so the view is also the result, no copy).
+        u = arr.view(U64) if arr.dtype == np.int64 else arr.astype(np.int64).view(U64)
+        hi = int(_max(u))
+        if hi >= SIGN_BIT:
+            raise AddressRangeError(f"byte counts must be non-negative (got {int(_min(arr))})")
+        return u, hi
     if kind == "u":
-        hi = arr.max()
+        hi = int(_max(arr))
         if hi >= SIGN_BIT:
             raise AddressRangeError(
-                f"byte counts must be below 2**63 to fit the int64 sizes column (got {int(hi):#x})"
+                f"byte counts must be below 2**63 to fit the int64 sizes column (got {hi:#x})"
             )
-        return arr if arr.dtype == U64 else arr.astype(U64)
+        return (arr if arr.dtype == U64 else arr.astype(U64)), hi
     if kind == "O" and all(type(v) is int for v in arr.tolist()):
         vals = arr.tolist()
         if min(vals) < 0:
             raise AddressRangeError(f"byte counts must be non-negative (got {min(vals)})")
         if max(vals) >= SIGN_BIT:
             raise AddressRangeError(f"byte counts must be below 2**63 (got {max(vals):#x})")
-        return np.array(vals, dtype=U64)
+        return np.array(vals, dtype=U64), max(vals)
     raise PtrTypeError(f"byte_counts must be integers (got dtype {arr.dtype})")
 
 
-def check_extent(addrs: U64Array, nbytes: U64Array, what: str) -> None:
-    """Raise :class:`AddressOverflowError` when ``addr + nbytes`` passes 2**64 for an entry."""
+def _index_array(values: object, name: str) -> np.ndarray:
+    arr = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise PtrTypeError(f"{name} must be a 1-D integer array (got {describe(values)})")
+    return arr
+
+
+_EMPTY: U64Array = np.empty(0, dtype=U64)
+
+
+def _as_u64(idx: np.ndarray) -> U64Array:
+    """A validated non-negative integer index as uint64 (int64: a zero-copy view).
+
+    Never multiply an int64 array by a uint64 scalar: numpy 2 promotes that to float64.
+    """
+    if idx.dtype == U64:
+        return idx
+    if idx.dtype == np.int64:
+        return idx.view(U64)
+    return idx.astype(U64)
+
+
+def _max_index(arr: np.ndarray, name: str) -> int:
+    """The largest index; raises for a negative one (one extra reduction for signed input)."""
+    if arr.dtype.kind == "i":
+        lo = int(_min(arr))
+        if lo < 0:
+            raise AddressRangeError(f"{name} must be non-negative (got {lo})")
+    return int(_max(arr))
+
+
+def check_extent(addrs: U64Array, nbytes: U64Array, what: str, max_bytes: int | None = None) -> None:
+    """Raise :class:`AddressOverflowError` when ``addr + nbytes`` passes 2**64 for an entry.
+
+    Fast path: one or two reductions (``max(addrs) + max(nbytes) <= 2**64`` clears every
+    entry); only when that bound fails is each entry checked, to name the first bad copy.
+    """
+    if addrs.size == 0:
+        return
+    top = int(_max(nbytes)) if max_bytes is None else max_bytes
+    if int(_max(addrs)) + top <= ADDR_LIMIT:
+        return
     # addr + nbytes <= 2**64  <=>  nbytes - 1 <= MAX - addr   (for nbytes > 0; uint64 math)
     with np.errstate(over="ignore"):
         bad = (nbytes - _ONE) > (_U64_MAX - addrs)
@@ -114,13 +163,23 @@ class DescriptorBuffers:
     :class:`devptr.StaleBufferError`.
     """
 
-    __slots__ = ("_backend", "_buf", "_cap", "_device")
+    __slots__ = ("_backend", "_buf", "_cap", "_cols", "_device", "_mirror")
 
     def __init__(self, buf: PtrBuffer[int], capacity: int, backend: str, device: torch.device) -> None:
         self._buf: PtrBuffer[int] | None = buf
         self._cap = capacity
         self._backend = backend
         self._device = device
+        self._mirror = device.type != "cpu"
+        # Writable uint64 views of the dst and sizes columns, written right after a
+        # PtrBuffer.fill/fill_strided of the src column (which waits for an in-flight
+        # to_device copy): one core call per batch instead of three. Dropped on release.
+        whole = buf.host(Encoding.U64).numpy()
+        self._cols: tuple[U64Array, U64Array, U64Array] | None = (
+            whole[:capacity],
+            whole[capacity : 2 * capacity],
+            whole[2 * capacity : 3 * capacity],
+        )
 
     # -- state ----------------------------------------------------------------------
     def _live(self) -> PtrBuffer[int]:
@@ -181,7 +240,7 @@ class DescriptorBuffers:
         n = int(src.shape[0])
         if dst.shape[0] != n:
             raise LengthMismatchError(f"{n} sources but {dst.shape[0]} destinations")
-        sizes = byte_count_array(byte_counts, n)
+        sizes, top = byte_count_array(byte_counts, n)
         cap = self._cap
         if type(first) is not int or not 0 <= first <= cap:
             raise CapacityError(f"first must be an int in [0, {cap}] (got {describe(first)})")
@@ -189,12 +248,101 @@ class DescriptorBuffers:
             raise CapacityError(f"{n} copies from index {first} exceed the capacity of {cap} copies")
         if n == 0:
             return first
-        check_extent(src, sizes, "source")
-        check_extent(dst, sizes, "destination")
-        buf.fill(first, src)
-        buf.fill(cap + first, dst)
-        buf.fill(2 * cap + first, sizes)
+        check_extent(src, sizes, "source", top)
+        check_extent(dst, sizes, "destination", top)
+        return self._write(buf, first, n, sizes, lambda: buf.fill(first, src), dst)
+
+    def _write(
+        self,
+        buf: PtrBuffer[int],
+        first: int,
+        n: int,
+        sizes: U64Array,
+        write_src: Callable[[], object],
+        dst: U64Array | None = None,
+    ) -> int:
+        # validated: write src through the core (waits for an in-flight copy), then the rest
+        cols = self._cols
+        assert cols is not None
+        write_src()
+        if dst is not None:
+            cols[1][first : first + n] = dst
+        cols[2][first : first + n] = sizes
         return first + n
+
+    def add_strided_copies(
+        self,
+        first: int,
+        src_base: DevicePtr,
+        src_index: object,
+        dst_base: DevicePtr,
+        dst_index: object,
+        stride: int,
+        byte_counts: object,
+    ) -> int:
+        """Store copies ``src_base + src_index[i] * stride -> dst_base + dst_index[i] * stride``.
+
+        The block-run form of :meth:`add_copies`, for the hot path: the addresses are
+        computed in uint64 directly into the buffers (no temporary address arrays), the
+        same arithmetic as :func:`devptr.addresses`. Same validation, same guarantee: on
+        any error nothing is written. Returns the end index.
+
+        ``src_index``/``dst_index``: 1-D non-negative integer arrays of one length (uint64,
+        as :func:`coalesce_runs` returns, saves a sign check); ``stride``: a non-negative
+        int (the block size); ``byte_counts``: as for :meth:`add_copies`.
+        """
+        buf = self._buf
+        if buf is None:
+            raise StaleBufferError("these DescriptorBuffers were released to their pool; acquire new ones")
+        if type(src_base) is not DevicePtr or type(dst_base) is not DevicePtr:
+            bad = src_base if type(src_base) is not DevicePtr else dst_base
+            raise PtrTypeError(f"src_base and dst_base must be DevicePtrs (got {describe(bad)})")
+        if type(stride) is not int or stride < 0:
+            raise AddressRangeError(f"stride must be a non-negative int (got {describe(stride)})")
+        si = src_index if type(src_index) is np.ndarray else _index_array(src_index, "src_index")
+        di = dst_index if type(dst_index) is np.ndarray else _index_array(dst_index, "dst_index")
+        n = si.shape[0]
+        if si.ndim != 1 or di.shape != (n,) or si.dtype.kind not in "iu" or di.dtype.kind not in "iu":
+            _index_array(si, "src_index")
+            _index_array(di, "dst_index")
+            raise LengthMismatchError(f"{n} source indices but {di.shape[0]} destination indices")
+        if type(byte_counts) is np.ndarray and byte_counts.dtype == U64 and byte_counts.shape == (n,) and n:
+            sizes, top = byte_counts, int(_max(byte_counts))  # the common case, inline
+            if top >= SIGN_BIT:
+                byte_count_array(sizes, n)  # raises with the message
+        else:
+            sizes, top = byte_count_array(byte_counts, n)
+        cap = self._cap
+        if type(first) is not int or first < 0 or first + n > cap:
+            raise CapacityError(
+                f"{n} copies from index {describe(first)} do not fit the capacity of {cap} copies"
+            )
+        if n == 0:
+            return first
+        # One bound per side, in Python ints: the largest address plus the largest count
+        # (at least 1, so the address itself stays below 2**64). When it passes 2**64
+        # some entry may still fit: decide exactly through the core (raises there).
+        room = ADDR_LIMIT - (top or 1)
+        smax = int(_max(si)) if si.dtype == U64 else _max_index(si, "src_index")
+        dmax = int(_max(di)) if di.dtype == U64 else _max_index(di, "dst_index")
+        if src_base.addr + smax * stride > room or dst_base.addr + dmax * stride > room:
+            return self.add_copies(
+                first, addresses(src_base, si, stride), addresses(dst_base, di, stride), sizes
+            )
+        # Validated: nothing below can overflow. Same uint64 arithmetic as the core's
+        # devptr.addresses (base + index * stride), computed in place into the columns.
+        if self._mirror:
+            buf.fill(first, _EMPTY)  # a host write through the buffer: waits for to_device
+        src_col, dst_col, size_col = self._cols  # type: ignore[misc]  # live handle
+        end: int = first + n
+        out = src_col[first:end]
+        np.multiply(_as_u64(si), stride, out=out)
+        np.add(out, src_base.addr, out=out)
+        out = dst_col[first:end]
+        np.multiply(_as_u64(di), stride, out=out)
+        np.add(out, dst_base.addr, out=out)
+        size_col[first:end] = sizes
+        return end
 
     # -- views ----------------------------------------------------------------------
     def host(
@@ -272,6 +420,7 @@ class DescriptorBuffers:
     def _release(self) -> PtrBuffer[int]:
         buf = self._live()
         self._buf = None
+        self._cols = None
         return buf
 
     def __repr__(self) -> str:

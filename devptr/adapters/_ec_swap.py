@@ -171,18 +171,18 @@ def validate(src: U64Array, dst: U64Array, sizes: U64Array) -> None:
     """Refuse byte counts >= 2**63, null addresses with bytes, and copies past 2**64."""
     if sizes.size == 0:
         return
-    if int(sizes.max()) >= SIGN_BIT:
+    top = int(sizes.max())
+    if top >= SIGN_BIT:
         raise AddressRangeError(
-            f"byte counts must be non-negative and below 2**63 (got {int(sizes.max()):#x} "
-            "as uint64: a negative int64?)"
+            f"byte counts must be non-negative and below 2**63 (got {top:#x} as uint64: a negative int64?)"
         )
     live = sizes != 0
     null = live & ((src == 0) | (dst == 0))
     if null.any():
         i = int(np.argmax(null))
         raise AddressRangeError(f"copy {i} of {int(sizes[i])} bytes has a null address")
-    check_extent(src, sizes, "source")
-    check_extent(dst, sizes, "destination")
+    check_extent(src, sizes, "source", top)
+    check_extent(dst, sizes, "destination", top)
 
 
 def _check_n(n: object, limit: int | None) -> int:

@@ -2,8 +2,10 @@
 
 The same flow as vLLM's EC CPU worker, on devptr: encoder outputs are cut into blocks of
 the region; each run of consecutive region blocks becomes one descriptor; addresses are
-computed in uint64 with :func:`devptr.addresses`; saves copy device -> host region, loads
-copy host region -> device, each step's copies in one ``swap_blocks_batch``.
+computed in uint64 (``base + index * block_size``: the arithmetic of
+:func:`devptr.addresses`, done in place by :meth:`DescriptorBuffers.add_strided_copies`);
+saves copy device -> host region, loads host region -> device, each step's copies in one
+``swap_blocks_batch``.
 """
 
 from __future__ import annotations
@@ -18,36 +20,42 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from devptr import DevicePtr, addresses
+from devptr import DevicePtr
 from devptr._errors import AddressRangeError, CapacityError, DevPtrError, PtrTypeError, describe
 from devptr.adapters._ec_descriptors import DescriptorBufferPool, DescriptorBuffers
 from devptr.adapters._ec_swap import SwapPath, choose_path
 
-I64Array = npt.NDArray[np.int64]
+U64 = np.dtype(np.uint64)
+U64Array = npt.NDArray[np.uint64]
 
 
-def coalesce_runs(block_ids: Sequence[int] | npt.NDArray[Any]) -> tuple[I64Array, I64Array, I64Array]:
+def coalesce_runs(block_ids: Sequence[int] | npt.NDArray[Any]) -> tuple[U64Array, U64Array, U64Array]:
     """Split block ids into runs of consecutive ids: ``(slots, first_blocks, num_blocks)``.
 
     One element per run: ``slots`` is the run's position in ``block_ids`` (the offset on
     the side that is contiguous, in blocks), ``first_blocks`` its first id, ``num_blocks``
-    its length. Ids must be non-negative integers. New arrays; the input is not kept.
+    its length. Ids must be non-negative integers. Returns new uint64 arrays (unsigned
+    like the addresses they index, so :func:`devptr.addresses` needs no sign check); the
+    input is not kept.
     """
     ids = np.asarray(block_ids)
     if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
         raise PtrTypeError(f"block ids must be a 1-D integer sequence (got {describe(block_ids)})")
-    ids = ids.astype(np.int64, copy=False)
     if ids.size == 0:
-        empty = np.empty(0, dtype=np.int64)
+        empty = np.empty(0, dtype=U64)
         return empty, empty.copy(), empty.copy()
-    if int(ids.min()) < 0:
-        raise AddressRangeError(f"block ids must be non-negative (got {int(ids.min())})")
-    starts = np.flatnonzero(np.diff(ids) != 1) + 1
-    slots = np.empty(starts.size + 1, dtype=np.int64)
+    if ids.dtype.kind == "i":
+        if int(ids.min()) < 0:
+            raise AddressRangeError(f"block ids must be non-negative (got {int(ids.min())})")
+        ids = ids.astype(np.int64, copy=False).view(U64)  # same bits when non-negative
+    else:
+        ids = ids.astype(U64, copy=False)
+    starts = np.flatnonzero(np.diff(ids) != 1)  # uint64 diff wraps on a step down: still != 1
+    slots = np.empty(starts.size + 1, dtype=U64)
     slots[0] = 0
-    slots[1:] = starts
+    np.add(starts, 1, out=slots[1:], casting="unsafe")
     ends = np.empty_like(slots)
-    ends[:-1] = starts
+    ends[:-1] = slots[1:]
     ends[-1] = ids.size
     return slots, ids[slots], ends - slots
 
@@ -164,7 +172,7 @@ class ECCPUWorker:
             return None
         return self._streams.pop() if self._streams else self._mod.Stream(self._device)
 
-    def _check_blocks(self, ids: I64Array) -> None:
+    def _check_blocks(self, ids: U64Array) -> None:
         if ids.size and int(ids.max()) + 1 > self._num_blocks:
             raise CapacityError(
                 f"block id {int(ids.max())} is outside the region of {self._num_blocks} blocks"
@@ -222,11 +230,9 @@ class ECCPUWorker:
         run_bytes[-1] = total - int(slots[-1]) * bs
         if self._save_stream is not None:
             src.record_stream(self._save_stream)
-        self._save_count = self._save_bufs.add_copies(
-            self._save_count,
-            addresses(DevicePtr.of(src), slots, bs),
-            addresses(self._base, first, bs),
-            run_bytes,
+        # src + slot * bs -> region + block * bs, in uint64 (see add_strided_copies)
+        self._save_count = self._save_bufs.add_strided_copies(
+            self._save_count, DevicePtr.of(src), slots, self._base, first, bs, run_bytes
         )
         self._save_bytes += total
         self._save_hashes.append(mm_hash)
@@ -277,12 +283,7 @@ class ECCPUWorker:
         stream = self._stream()
         dst = torch.empty(ids.size, bs, dtype=torch.uint8, device=self._device)
         bufs = self._pool.acquire(int(slots.size))
-        end_n = bufs.add_copies(
-            0,
-            addresses(self._base, first, bs),
-            addresses(DevicePtr.of(dst), slots, bs),
-            count * bs,
-        )
+        end_n = bufs.add_strided_copies(0, self._base, first, DevicePtr.of(dst), slots, bs, count * bs)
         if stream is not None:  # allocated on the compute stream, written on the copy stream
             dst.record_stream(stream)
         end = self._submit(bufs, end_n, stream, True)

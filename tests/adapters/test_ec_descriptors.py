@@ -285,3 +285,125 @@ def test_pool_arguments_are_checked() -> None:
         DescriptorBufferPool("cpu").acquire(-1)
     with pytest.raises(CapacityError):
         DescriptorBufferPool("cpu", min_capacity=-2)
+
+
+# -- add_strided_copies ---------------------------------------------------------------------
+@pytest.mark.parametrize("index_dtype", [np.uint64, np.int64, np.int32])
+def test_strided_copies_match_addresses_exactly(index_dtype: type) -> None:
+    rng = np.random.default_rng(2)
+    si = rng.integers(0, 1 << 20, size=300).astype(index_dtype)
+    di = rng.integers(0, 1 << 20, size=300).astype(index_dtype)
+    sizes = rng.integers(0, 4097, size=300)
+    for base in HIGH_ADDRESSES[:3]:
+        b = DescriptorBufferPool("cpu", backend="xpu").acquire(310)
+        end = b.add_strided_copies(7, DevicePtr(base), si, DevicePtr(0x7F00_0000_0000), di, 4096, sizes)
+        assert end == 307
+        s, d, k = b.numpy(307)
+        assert s[7:].tolist() == addresses(DevicePtr(base), si, 4096).tolist()
+        assert s[7:].tolist() == [base + int(i) * 4096 for i in si]
+        assert d[7:].tolist() == [0x7F00_0000_0000 + int(i) * 4096 for i in di]
+        assert k[7:].tolist() == sizes.tolist()
+        signed = b.host(307, Encoding.I64)[0][7:].tolist()
+        assert signed == [v - (1 << 64) for v in s[7:].tolist()]
+
+
+def test_strided_copy_ending_exactly_at_2_64_takes_the_exact_path() -> None:
+    b = DescriptorBufferPool("cpu").acquire(2)
+    base = DevicePtr(TOP_ALIGNED - 8)
+    # entry 1 has the largest index but size 0, entry 0 the largest size: the bound fails,
+    # the exact check passes
+    b.add_strided_copies(
+        0, base, np.array([0, 1], dtype=np.uint64), DevicePtr(64), np.array([0, 1]), 8, [16, 0]
+    )
+    assert b.numpy()[0].tolist() == [TOP_ALIGNED - 8, TOP_ALIGNED]
+    assert b.numpy()[2].tolist() == [16, 0]
+
+
+U = np.uint64
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (
+            (3, DevicePtr(XPU_BASE), np.arange(2, dtype=U), DevicePtr(64), np.arange(2), 8, [8, 8]),
+            CapacityError,
+            "fit",
+        ),
+        (
+            (0, DevicePtr(XPU_BASE), np.arange(2, dtype=U), DevicePtr(64), np.arange(3), 8, [8, 8]),
+            LengthMismatchError,
+            "indices",
+        ),
+        (
+            (0, DevicePtr(XPU_BASE), np.arange(2, dtype=U), DevicePtr(64), np.arange(2), 8, [8]),
+            LengthMismatchError,
+            "byte counts",
+        ),
+        (
+            (0, DevicePtr(XPU_BASE), np.arange(2, dtype=U), DevicePtr(64), np.array([0, -1]), 8, [8, 8]),
+            AddressRangeError,
+            "non-negative",
+        ),
+        (
+            (0, DevicePtr(XPU_BASE), np.arange(2, dtype=U), DevicePtr(64), np.arange(2), 8, [8, -8]),
+            AddressRangeError,
+            "non-negative",
+        ),
+        (
+            (
+                0,
+                DevicePtr(XPU_BASE),
+                np.arange(2, dtype=U),
+                DevicePtr(64),
+                np.arange(2),
+                8,
+                np.array([1 << 63, 0], dtype=U),
+            ),
+            AddressRangeError,
+            "2\\*\\*63",
+        ),
+        (
+            (0, DevicePtr(TOP_ALIGNED), np.arange(2, dtype=U), DevicePtr(64), np.arange(2), 8, [8, 8]),
+            AddressOverflowError,
+            "2\\*\\*64",
+        ),
+        (
+            (0, DevicePtr(64), np.arange(2, dtype=U), DevicePtr(TOP_ALIGNED - 8), np.arange(2), 8, [8, 9]),
+            AddressOverflowError,
+            "2\\*\\*64",
+        ),
+        (
+            (0, XPU_BASE, np.arange(2, dtype=U), DevicePtr(64), np.arange(2), 8, [8, 8]),
+            PtrTypeError,
+            "DevicePtr",
+        ),
+        (
+            (0, DevicePtr(XPU_BASE), np.arange(2.0), DevicePtr(64), np.arange(2), 8, [8, 8]),
+            PtrTypeError,
+            "integer",
+        ),
+        (
+            (0, DevicePtr(XPU_BASE), np.arange(2, dtype=U), DevicePtr(64), np.arange(2), -8, [8, 8]),
+            AddressRangeError,
+            "stride",
+        ),
+    ],
+)
+def test_strided_bad_input_raises_and_writes_nothing(
+    args: tuple[object, ...], error: type[Exception], match: str
+) -> None:
+    b = DescriptorBufferPool("cpu", backend="xpu").acquire(4)
+    b.add_copies(0, [DevicePtr(1 << 40)] * 4, [DevicePtr(1 << 41)] * 4, [7] * 4)
+    before = [a.copy() for a in b.numpy()]
+    with pytest.raises(error, match=match):
+        b.add_strided_copies(*args)  # type: ignore[arg-type]
+    assert all(np.array_equal(x, y) for x, y in zip(before, b.numpy(), strict=True))
+
+
+def test_strided_on_released_buffers_is_stale() -> None:
+    pool = DescriptorBufferPool("cpu")
+    b = pool.acquire(2)
+    pool.release(b)
+    with pytest.raises(StaleBufferError):
+        b.add_strided_copies(0, DevicePtr(64), np.arange(2), DevicePtr(64), np.arange(2), 8, [8, 8])
