@@ -1,0 +1,628 @@
+"""The RFC's "alternatives considered", each executed on the installed torch/numpy.
+
+Every alternative runs the same steps an engine needs (build a table, update an entry,
+compute strided slot addresses, hand the table to each consumer) on addresses >= 2**63
+(Intel XPU-like). A cell is what happened: ``ok``, the real exception, or the wrong value.
+Costs are timed separately (:func:`cost_rows`) with CUDA-like addresses, which every
+alternative accepts, so that the numbers compare the same work.
+
+The ``# devptr: ignore[...]`` comments in this module are deliberate: alternatives A-D are
+the spellings the convention replaces, executed here as the RFC's evidence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Final
+
+import attrs
+import numpy as np
+import torch
+
+from devptr import Column, DevicePtr, Encoding, PtrBuffer, PtrTable, addresses, store
+from devptr._report_traps import custom_op_int, error_cell
+from devptr._traps import HI, NEG
+from devptr.testing import HIGH_ADDRESSES, TOP_ALIGNED, FakeTensor
+
+ADDRS: Final[tuple[int, ...]] = (HI, *HIGH_ADDRESSES[:3])
+"""The table every alternative builds: four addresses with bit 63 set."""
+STRIDE: Final = 0x20_0000
+IDX: Final[tuple[int, ...]] = (0, 3, 7, 1)
+LOW_CMP: Final = 0x7FFF_FFFF_F000
+"""Below 2**63: ``LOW_CMP < HI`` is true for addresses, false for signed int64 values."""
+
+OVERFLOW_STEP: Final = "overflow past 2**64"
+"""The step where raising (an OverflowError) is the right outcome."""
+
+Cell = str
+Step = tuple[str, str, Callable[[], Cell]]
+"""(step label, the alternative's code for it, a callable returning the cell)."""
+
+
+def _to_i64(x: int) -> int:
+    """The two's-complement rewrite engines use today (vLLM ``_reinterpret_u64_as_i64``)."""
+    return x - (1 << 64) if x >= (1 << 63) else x  # devptr: ignore[DP004]
+
+
+def _bits_all(t: torch.Tensor | np.ndarray) -> list[int]:
+    arr = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t
+    return [int(v) for v in np.ascontiguousarray(arr).reshape(-1).view(np.uint64)]
+
+
+def _expect(t: torch.Tensor | np.ndarray, want: Sequence[int]) -> Cell:
+    got = _bits_all(t)[: len(want)]
+    if got == list(want):
+        return "ok"
+    bad = next(g for g, w in zip(got, want, strict=False) if g != w)
+    return f"wrong bits {bad:#x}"
+
+
+def _run(fn: Callable[[], Cell], *, raising_is_ok: bool = False) -> Cell:
+    try:
+        return fn()
+    except OverflowError as exc:
+        return f"ok, caught: {error_cell(exc)}" if raising_is_ok else error_cell(exc)
+    except Exception as exc:  # the point is to show the real error
+        return error_cell(exc)
+
+
+# -- consumers ----------------------------------------------------------------------------
+def cpp_op_cell(table: torch.Tensor, needs: torch.dtype) -> Cell:
+    """A C++ op's dtype contract (vLLM ``swap_blocks_batch``: int64 on CUDA/ROCm, uint64 on XPU)."""
+    if table.dtype != needs:
+        other = "torch.int64" if needs == torch.int64 else "torch.uint64"
+        return f"rejected: table is {table.dtype}, op needs {other}"
+    return _expect(table, ADDRS[: min(len(ADDRS), table.numel())])
+
+
+_KERNEL: dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def _interpreted() -> Iterator[None]:
+    """``TRITON_INTERPRET=1`` for the duration (Triton reads it at definition and launch)."""
+    old = os.environ.get("TRITON_INTERPRET")
+    os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TRITON_INTERPRET", None)
+        else:
+            os.environ["TRITON_INTERPRET"] = old
+
+
+def _lt_kernel() -> Any:
+    """A Triton kernel storing ``tab[0] < tab[1]`` as vLLM's overlap checks do (no bitcast)."""
+    if "lt" in _KERNEL:
+        return _KERNEL["lt"]
+    import triton
+    import triton.language as tl
+
+    @triton.jit  # type: ignore[untyped-decorator]
+    def _lt(tab_ptr: Any, out_ptr: Any, BITCAST: tl.constexpr) -> None:
+        a = tl.load(tab_ptr)
+        b = tl.load(tab_ptr + 1)
+        if BITCAST:
+            a = a.to(tl.uint64, bitcast=True)
+            b = b.to(tl.uint64, bitcast=True)
+        tl.store(out_ptr, (a < b).to(tl.int32))
+
+    _KERNEL["lt"] = _lt
+    return _lt
+
+
+def triton_lt(table: torch.Tensor, *, bitcast: bool = False) -> Cell:
+    """Run the compare kernel (Triton interpreter, CPU) on a 2-entry table [LOW_CMP, HI]."""
+    with _interpreted():
+        try:
+            kernel = _lt_kernel()
+        except ImportError:
+            return "triton not installed"
+        out = torch.zeros(1, dtype=torch.int32)
+        kernel[(1,)](table, out, BITCAST=bitcast)
+    return "ok" if int(out[0]) == 1 else f"wrong: {LOW_CMP:#x} < HI is false (signed compare)"
+
+
+def _cmp_table_u64() -> torch.Tensor:
+    return torch.tensor([LOW_CMP, HI], dtype=torch.uint64)
+
+
+def custom_op_cell(value: int) -> Cell:
+    return _expect(custom_op_int(value), [HI])
+
+
+# -- the alternatives ---------------------------------------------------------------------
+def _twos() -> list[Step]:
+    def build() -> Cell:
+        signed = [_to_i64(a) for a in ADDRS]
+        return _expect(torch.tensor(signed, dtype=torch.int64), ADDRS)  # devptr: ignore[DP002]
+
+    def update() -> Cell:
+        t = torch.zeros(4, dtype=torch.int64)
+        t[2] = _to_i64(HI)  # devptr: ignore[DP001]
+        return _expect(t[2:3], [HI])
+
+    def strided() -> Cell:
+        base = torch.tensor([_to_i64(HI)], dtype=torch.int64)  # devptr: ignore[DP002]
+        t = base + torch.tensor(IDX) * STRIDE
+        return _expect(t, [HI + i * STRIDE for i in IDX])
+
+    def overflow() -> Cell:
+        base = torch.tensor([_to_i64(TOP_ALIGNED)], dtype=torch.int64)  # devptr: ignore[DP002]
+        t = base + torch.tensor([1]) * 16
+        return f"not caught: wraps to {_bits_all(t)[0]:#x}"
+
+    def signed_in() -> Cell:
+        t = torch.zeros(1, dtype=torch.int64)
+        t[0] = _to_i64(NEG)  # devptr: ignore[DP001]
+        return _expect(t, [HI])
+
+    def into_u64() -> Cell:
+        u = torch.zeros(1, dtype=torch.uint64)
+        u[0] = _to_i64(HI)  # devptr: ignore[DP001]
+        return _expect(u, [HI])
+
+    def mixed() -> Cell:
+        t = torch.tensor([[_to_i64(HI), 4096]], dtype=torch.int64)  # devptr: ignore[DP002]
+        return _expect(t, [HI, 4096])
+
+    def tab() -> torch.Tensor:
+        return torch.tensor([_to_i64(a) for a in ADDRS], dtype=torch.int64)  # devptr: ignore[DP002]
+
+    return [
+        ("build", "`torch.tensor([to_i64(p) for p in ptrs], dtype=torch.int64)`", build),
+        ("update one entry", "`t[k] = to_i64(p)`", update),
+        ("strided slots", "`t_base + idx * stride` (int64 torch)", strided),
+        ("overflow past 2**64", "`to_i64(2**64 - 8) + 16`", overflow),
+        ("address given signed", "`t[k] = to_i64(p - 2**64)`", signed_in),
+        ("into a uint64 table", "`u[k] = to_i64(p)`", into_u64),
+        ("rows (ptr, nbytes)", "`torch.tensor([[to_i64(p), n]], dtype=torch.int64)`", mixed),
+        ("CUDA/ROCm C++ op", "pass `t` (int64)", lambda: cpp_op_cell(tab(), torch.int64)),
+        ("XPU C++ op", "pass `t` (int64)", lambda: cpp_op_cell(tab(), torch.uint64)),
+        (
+            "Triton `a < b`",
+            "kernel loads int64 entries",
+            lambda: triton_lt(_cmp_table_u64().view(torch.int64)),
+        ),
+        ("custom-op `int` arg", "`t[k].item()`", lambda: custom_op_cell(int(tab()[0].item()))),
+    ]
+
+
+def _u64_setitem() -> list[Step]:
+    def build() -> Cell:
+        return _expect(torch.tensor(list(ADDRS), dtype=torch.uint64), ADDRS)
+
+    def update() -> Cell:
+        u = torch.zeros(4, dtype=torch.uint64)
+        u[2] = HI
+        return _expect(u[2:3], [HI])
+
+    def update_idx() -> Cell:
+        u = torch.zeros(4, dtype=torch.uint64)
+        u[torch.tensor([2])] = HI
+        return _expect(u[2:3], [HI])
+
+    def strided() -> Cell:
+        u = torch.tensor([HI], dtype=torch.uint64) + torch.tensor(IDX, dtype=torch.uint64) * STRIDE
+        return _expect(u, [HI + i * STRIDE for i in IDX])
+
+    def overflow() -> Cell:
+        u = torch.tensor([TOP_ALIGNED], dtype=torch.uint64) + torch.tensor([16], dtype=torch.uint64)
+        return f"not caught: wraps to {_bits_all(u)[0]:#x}"
+
+    def signed_in() -> Cell:
+        u = torch.zeros(1, dtype=torch.uint64)
+        u[0] = NEG
+        return _expect(u, [HI])
+
+    def mixed() -> Cell:
+        return _expect(torch.tensor([[HI, 4096]], dtype=torch.uint64), [HI, 4096])
+
+    def tab() -> torch.Tensor:
+        return torch.tensor(list(ADDRS), dtype=torch.uint64)
+
+    return [
+        ("build", "`torch.tensor(ptrs, dtype=torch.uint64)`", build),
+        ("update one entry", "`u[k] = p`", update),
+        ("update by index tensor", "`u[idx] = p`", update_idx),
+        ("strided slots", "`u_base + idx * stride` (uint64 torch)", strided),
+        ("overflow past 2**64", "`u(2**64 - 8) + 16`", overflow),
+        ("address given signed", "`u[k] = p - 2**64`", signed_in),
+        ("rows (ptr, nbytes)", "`torch.tensor([[p, n]], dtype=torch.uint64)`", mixed),
+        ("CUDA/ROCm C++ op", "pass `u` (uint64)", lambda: cpp_op_cell(tab(), torch.int64)),
+        ("XPU C++ op", "pass `u` (uint64)", lambda: cpp_op_cell(tab(), torch.uint64)),
+        ("Triton `a < b`", "kernel loads uint64 entries", lambda: triton_lt(_cmp_table_u64())),
+        ("custom-op `int` arg", "`u[k].item()`", lambda: custom_op_cell(int(tab()[0].item()))),
+    ]
+
+
+def _per_platform() -> list[Step]:
+    def table(is_xpu: bool) -> torch.Tensor:
+        return torch.zeros(4, dtype=torch.uint64 if is_xpu else torch.int64)  # devptr: ignore[DP005]
+
+    def fill(is_xpu: bool) -> Cell:
+        t = table(is_xpu)
+        t.numpy()[:] = np.asarray(ADDRS, dtype=np.uint64)
+        return _expect(t, ADDRS)
+
+    def update(is_xpu: bool) -> Cell:
+        t = table(is_xpu)
+        t.numpy()[2] = HI
+        return _expect(t[2:3], [HI])
+
+    def strided() -> Cell:
+        t = table(True)
+        t.numpy()[:] = np.uint64(HI) + np.asarray(IDX, dtype=np.uint64) * np.uint64(STRIDE)
+        return _expect(t, [HI + i * STRIDE for i in IDX])
+
+    def strided_int_idx() -> Cell:
+        t = table(True)
+        t.numpy()[:] = np.uint64(HI) + np.asarray(IDX, dtype=np.int64) * STRIDE
+        return _expect(t, [HI + i * STRIDE for i in IDX])
+
+    def overflow() -> Cell:
+        t = table(True)
+        t.numpy()[:1] = np.uint64(TOP_ALIGNED) + np.asarray([1], dtype=np.uint64) * np.uint64(16)
+        return f"not caught: wraps to {_bits_all(t)[0]:#x}"
+
+    def signed_in() -> Cell:
+        t = table(True)
+        t.numpy()[0] = NEG
+        return _expect(t, [HI])
+
+    def filled(is_xpu: bool) -> torch.Tensor:
+        t = table(is_xpu)
+        t.numpy()[:] = np.asarray(ADDRS, dtype=np.uint64)
+        return t
+
+    return [
+        (
+            "build",
+            "`t = torch.empty(n, dtype=dt)`; `t.numpy()[:] = uint64_array` (XPU: dt=uint64)",
+            lambda: fill(True),
+        ),
+        ("build", "the same on CUDA (dt=int64), address >= 2**63", lambda: fill(False)),
+        ("update one entry", "`t.numpy()[k] = p` (XPU: dt=uint64)", lambda: update(True)),
+        ("update one entry", "the same on CUDA (dt=int64), address >= 2**63", lambda: update(False)),
+        ("strided slots", "`np.uint64(base) + idx.astype(np.uint64) * np.uint64(stride)`", strided),
+        ("strided slots", "`np.uint64(base) + int64_idx * stride`", strided_int_idx),
+        ("overflow past 2**64", "numpy uint64 `2**64 - 8 + 16`", overflow),
+        ("address given signed", "`t.numpy()[k] = p - 2**64` (XPU)", signed_in),
+        ("CUDA/ROCm C++ op", "pass `t` (CUDA: int64)", lambda: cpp_op_cell(filled(False), torch.int64)),
+        ("XPU C++ op", "pass `t` (XPU: uint64)", lambda: cpp_op_cell(filled(True), torch.uint64)),
+        (
+            "Triton `a < b`",
+            "XPU: uint64 entries; CUDA: int64 entries",
+            lambda: _both(triton_lt(_cmp_table_u64()), triton_lt(_cmp_table_u64().view(torch.int64))),
+        ),
+        ("custom-op `int` arg", "`t[k].item()` (XPU)", lambda: custom_op_cell(int(filled(True)[0].item()))),
+    ]
+
+
+def _both(xpu: Cell, cuda: Cell) -> Cell:
+    return xpu if xpu == cuda else f"XPU: {xpu}; CUDA: {cuda}"
+
+
+def _build_view() -> list[Step]:
+    def make(rows: Sequence[int] | Sequence[Sequence[int]]) -> torch.Tensor:
+        return torch.tensor(rows, dtype=torch.uint64).view(torch.int64)
+
+    def update() -> Cell:
+        t = make(list(ADDRS))
+        t[2] = HI
+        return _expect(t[2:3], [HI])
+
+    def rebuild() -> Cell:
+        ptrs = list(ADDRS)
+        ptrs[2] = HI
+        return _expect(make(ptrs)[2:3], [HI])
+
+    def strided() -> Cell:
+        return _expect(make([HI + i * STRIDE for i in IDX]), [HI + i * STRIDE for i in IDX])
+
+    def overflow() -> Cell:
+        make([TOP_ALIGNED + 16])
+        return "not caught: no error"
+
+    def signed_in() -> Cell:
+        return _expect(make([NEG]), [HI])
+
+    def tab() -> torch.Tensor:
+        return make(list(ADDRS))
+
+    return [
+        (
+            "build",
+            "`torch.tensor(ptrs, dtype=torch.uint64).view(torch.int64)`",
+            lambda: _expect(tab(), ADDRS),
+        ),
+        ("update one entry", "`t[k] = p` on the int64 view", update),
+        ("update one entry", "rebuild the whole table", rebuild),
+        ("strided slots", "`make([base + i * stride for i in idx])` (Python ints)", strided),
+        ("overflow past 2**64", "`make([2**64 - 8 + 16])`", overflow),
+        ("address given signed", "`make([p - 2**64])`", signed_in),
+        ("rows (ptr, nbytes)", "`make([[p, n]])`", lambda: _expect(make([[HI, 4096]]), [HI, 4096])),
+        ("CUDA/ROCm C++ op", "pass `t` (int64 view)", lambda: cpp_op_cell(tab(), torch.int64)),
+        ("XPU C++ op", "pass `t` (int64 view)", lambda: cpp_op_cell(tab(), torch.uint64)),
+        (
+            "Triton `a < b`",
+            "kernel loads int64 entries",
+            lambda: triton_lt(_cmp_table_u64().view(torch.int64)),
+        ),
+        ("custom-op `int` arg", "`t[k].item()`", lambda: custom_op_cell(int(tab()[0].item()))),
+    ]
+
+
+def _devptr() -> list[Step]:
+    ptrs = [DevicePtr(a) for a in ADDRS]
+
+    def buf() -> PtrBuffer[int]:
+        b: PtrBuffer[int] = PtrBuffer(4, device="cpu", pin_memory=False)
+        b.fill(0, ptrs)
+        return b
+
+    def update() -> Cell:
+        b: PtrBuffer[int] = PtrBuffer(4, pin_memory=False)
+        b[2] = DevicePtr(HI)
+        return _expect(b.numpy()[2:3], [HI])
+
+    def store_both() -> Cell:
+        i64 = torch.zeros(4, dtype=torch.int64)
+        u64 = torch.zeros(4, dtype=torch.uint64)
+        store(i64, 2, DevicePtr(HI))
+        store(u64, 2, DevicePtr(HI))
+        a, b = _expect(i64[2:3], [HI]), _expect(u64[2:3], [HI])
+        return a if a == b else f"int64: {a}; uint64: {b}"
+
+    def strided() -> Cell:
+        b: PtrBuffer[int] = PtrBuffer(4, pin_memory=False)
+        b.fill_strided(0, DevicePtr(HI), np.asarray(IDX, dtype=np.int64), STRIDE)
+        return _expect(b.numpy(), [HI + i * STRIDE for i in IDX])
+
+    def overflow() -> Cell:
+        addresses(DevicePtr(TOP_ALIGNED), [1], 16)
+        return "not caught: no error"
+
+    def signed_in() -> Cell:
+        b: PtrBuffer[int] = PtrBuffer(1, pin_memory=False)
+        b[0] = DevicePtr.of(FakeTensor(NEG))
+        return _expect(b.numpy(), [HI])
+
+    def mixed() -> Cell:
+        t = PtrTable(1, {"src": Column.PTR, "nbytes": Column.INT}, pin_memory=False)
+        t[0] = {"src": DevicePtr(HI), "nbytes": 4096}
+        return _expect(t.numpy(), [HI, 4096])
+
+    def cmp_buf() -> torch.Tensor:
+        b: PtrBuffer[int] = PtrBuffer(2, device="cpu", pin_memory=False)
+        b.fill(0, [DevicePtr(LOW_CMP), DevicePtr(HI)])
+        b.to_device(encoding=Encoding.U64, non_blocking=False)
+        return b.device(Encoding.U64)
+
+    return [
+        (
+            "build",
+            "`PtrBuffer.fill(0, tensors)` / `ptr_tensor(tensors)`",
+            lambda: _expect(buf().host(), ADDRS),
+        ),
+        ("update one entry", "`buf[k] = DevicePtr.of(t)`", update),
+        ("update one entry", "`store(t, k, p)` into an int64 and a uint64 tensor", store_both),
+        ("strided slots", "`buf.fill_strided(0, base, idx, stride)`", strided),
+        ("overflow past 2**64", "`addresses(DevicePtr(2**64 - 8), [1], 16)`", overflow),
+        ("address given signed", "`DevicePtr.of(t)` where `t.data_ptr() < 0`", signed_in),
+        ("rows (ptr, nbytes)", "`PtrTable(n, {'src': Column.PTR, 'nbytes': Column.INT})`", mixed),
+        (
+            "CUDA/ROCm C++ op",
+            "`buf.host(Encoding.I64)`",
+            lambda: cpp_op_cell(buf().host(Encoding.I64), torch.int64),
+        ),
+        (
+            "XPU C++ op",
+            "`buf.host(Encoding.U64)`",
+            lambda: cpp_op_cell(buf().host(Encoding.U64), torch.uint64),
+        ),
+        ("Triton `a < b`", "`buf.device(Encoding.U64)`", lambda: triton_lt(cmp_buf())),
+        ("custom-op `int` arg", "`buf[k].signed`", lambda: custom_op_cell(buf()[0].signed)),
+    ]
+
+
+@attrs.frozen
+class Alternative:
+    """One way to store addresses, as the RFC names it."""
+
+    key: str
+    title: str
+    steps: Callable[[], list[Step]]
+
+
+ALTERNATIVES: Final[tuple[Alternative, ...]] = (
+    Alternative("twos", "A. two's complement in int64 everywhere", _twos),
+    Alternative("u64-setitem", "B. uint64 with plain torch setitem", _u64_setitem),
+    Alternative("per-platform", "C. per-platform dtypes (numpy aliases)", _per_platform),
+    Alternative("build-view", "D. build uint64, then .view(torch.int64) (sglang)", _build_view),
+    Alternative("devptr", "E. devptr (this RFC)", _devptr),
+)
+
+
+def alternative_rows(alt: Alternative) -> list[tuple[tuple[str, str], str]]:
+    """(step, code), cell for every step of ``alt``."""
+    return [((step, code), _run(fn, raising_is_ok=step == OVERFLOW_STEP)) for step, code, fn in alt.steps()]
+
+
+def is_ok(cell: Cell) -> bool:
+    """``ok`` (and, for the overflow step, ``ok, caught: ...``)."""
+    return cell == "ok" or cell.startswith("ok,")
+
+
+def summary_rows() -> list[tuple[tuple[str], str]]:
+    """Per alternative: how many of its steps stored/read the address right."""
+    rows: list[tuple[tuple[str], str]] = []
+    for alt in ALTERNATIVES:
+        cells = [c for _, c in alternative_rows(alt)]
+        ok = sum(is_ok(c) for c in cells)
+        rows.append(((alt.title,), f"{ok} of {len(cells)} steps ok"))
+    return rows
+
+
+# -- costs --------------------------------------------------------------------------------
+LOW_BASE: Final = 0x7F3A_0000_1000
+"""A CUDA-like address (below 2**47): every alternative accepts it, so costs compare."""
+N_BUILD: Final = 72
+"""Entries per table build (a 36-layer hybrid model: ~72 per request)."""
+N_STRIDED: Final = 4096
+
+
+def _best_ns(fn: Callable[[], object], number: int, repeat: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter_ns()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter_ns() - t0) / number)
+    return best
+
+
+def fmt_ns(ns: float) -> str:
+    """A per-pointer duration: ``'38 ns'``, ``'0.15 us'``, ``'6.3 us'``."""
+    if ns < 100:
+        return f"{ns:.0f} ns" if ns >= 10 else f"{ns:.1f} ns"
+    us = ns / 1000
+    return f"{us:.2f} us" if us < 1 else f"{us:.1f} us"
+
+
+def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
+    tensors = [torch.empty(1) for _ in range(N_BUILD)]
+    low = [LOW_BASE + k * STRIDE for k in range(N_BUILD)]
+    ptrs = [DevicePtr(a) for a in low]
+    i64 = torch.zeros(N_BUILD, dtype=torch.int64)
+    u64 = torch.zeros(N_BUILD, dtype=torch.uint64)
+    u64_np = u64.numpy()
+    buf: PtrBuffer[int] = PtrBuffer(N_STRIDED, pin_memory=False)
+    idx = np.random.default_rng(0).integers(0, 1 << 12, N_STRIDED).astype(np.int64)
+    idx_u = idx.astype(np.uint64)
+    p = ptrs[3]
+    a = p.addr
+
+    def one(fn: Callable[[], object]) -> Callable[[], float]:
+        return lambda: _best_ns(fn, 2000)
+
+    def per(fn: Callable[[], object], n: int, number: int = 200) -> Callable[[], float]:
+        return lambda: _best_ns(fn, number) / n
+
+    def i64_set() -> None:
+        i64[3] = _to_i64(a)  # devptr: ignore[DP001]
+
+    def u64_set() -> None:
+        u64[3] = a
+
+    def np_alias_set() -> None:
+        u64_np[3] = a
+
+    def buf_set() -> None:
+        buf[3] = p
+
+    def store_set() -> None:
+        store(i64, 3, p)
+
+    return [
+        ("A. two's complement int64", "write one entry: `t[k] = to_i64(p)`", one(i64_set)),
+        ("B. uint64 torch setitem", "write one entry: `u[k] = p`", one(u64_set)),
+        ("C. per-platform (numpy alias)", "write one entry: `t.numpy()[k] = p`", one(np_alias_set)),
+        (
+            "D. build then view",
+            "write one entry: rebuild 72 entries",
+            one(lambda: torch.tensor(low, dtype=torch.uint64).view(torch.int64)),
+        ),
+        ("E. devptr", "write one entry: `buf[k] = p`", one(buf_set)),
+        ("E. devptr", "write one entry: `store(t, k, p)` (torch int64)", one(store_set)),
+        (
+            "A. two's complement int64",
+            f"build {N_BUILD} from tensors",
+            per(
+                lambda: torch.tensor(
+                    [_to_i64(t.data_ptr()) for t in tensors],
+                    dtype=torch.int64,  # devptr: ignore[DP002]
+                ),
+                N_BUILD,
+            ),
+        ),
+        (
+            "B. uint64 torch setitem",
+            f"build {N_BUILD} from tensors",
+            per(
+                lambda: torch.tensor(
+                    [t.data_ptr() for t in tensors], dtype=torch.uint64
+                ),  # devptr: ignore[DP006]
+                N_BUILD,
+            ),
+        ),
+        (
+            "D. build then view",
+            f"build {N_BUILD} from tensors",
+            per(
+                lambda: torch.tensor(
+                    [t.data_ptr() for t in tensors],
+                    dtype=torch.uint64,  # devptr: ignore[DP006]
+                ).view(torch.int64),
+                N_BUILD,
+            ),
+        ),
+        (
+            "E. devptr",
+            f"build {N_BUILD} from tensors: `buf.fill(0, tensors)`",
+            per(lambda: buf.fill(0, tensors), N_BUILD),
+        ),
+        (
+            "A. two's complement int64",
+            f"{N_STRIDED} strided slots (int64 torch)",
+            per(
+                lambda: torch.from_numpy(idx) * STRIDE + _to_i64(LOW_BASE),  # devptr: ignore[DP003]
+                N_STRIDED,
+            ),
+        ),
+        (
+            "C. per-platform (numpy alias)",
+            f"{N_STRIDED} strided slots (numpy uint64)",
+            per(lambda: np.uint64(LOW_BASE) + idx_u * np.uint64(STRIDE), N_STRIDED),
+        ),
+        (
+            "D. build then view",
+            f"{N_STRIDED} strided slots (Python ints)",
+            per(
+                lambda: torch.tensor([LOW_BASE + int(i) * STRIDE for i in idx], dtype=torch.uint64),
+                N_STRIDED,
+                number=5,
+            ),
+        ),
+        (
+            "E. devptr",
+            f"{N_STRIDED} strided slots: `fill_strided` (checked)",
+            per(lambda: buf.fill_strided(0, DevicePtr(LOW_BASE), idx, STRIDE), N_STRIDED),
+        ),
+    ]
+
+
+def cost_rows() -> list[tuple[tuple[str, str], str]]:
+    """(alternative, operation), per-pointer time (best of 5 runs) on this machine."""
+    return [((alt, op), fmt_ns(fn())) for alt, op, fn in _cost_cases()]
+
+
+def kernel_rows() -> list[tuple[tuple[str, str], str]]:
+    """The kernel rule: compare addresses unsigned (Triton interpreter on CPU)."""
+    u = _cmp_table_u64()
+    return [
+        (("int64 table", "`a < b` on loaded values"), _run(lambda: triton_lt(u.view(torch.int64)))),
+        (
+            ("int64 table", "`.to(tl.uint64, bitcast=True)`, then `a < b`"),
+            _run(lambda: triton_lt(u.view(torch.int64), bitcast=True)),
+        ),
+        (("uint64 table", "`a < b` on loaded values"), _run(lambda: triton_lt(u))),
+        (
+            ("uint64 table", "`.to(tl.uint64, bitcast=True)`, then `a < b`"),
+            _run(lambda: triton_lt(u, bitcast=True)),
+        ),
+    ]

@@ -1,0 +1,135 @@
+"""The RFC's version-independent tables: rules, encodings per backend, counts on a real tree."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+from devptr import _encoding
+from devptr._encoding import ENV_VAR, Encoding, encoding_for, register_backend
+from devptr.lint.rules import RULES
+
+
+def rule_rows() -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The rule catalogue (``devptr.lint.rules``): code, name, what it flags, the fix."""
+    header: tuple[str, ...] = ("rule", "name", "flags", "write instead", "mypy plugin")
+    rows: list[tuple[str, ...]] = [
+        (
+            info.rule.value,
+            f"`{info.name}`",
+            info.summary,
+            info.fix,
+            f"`{info.mypy_code}`" if info.in_mypy_plugin else "no (AST only)",
+        )
+        for info in RULES.values()
+    ]
+    return header, rows
+
+
+@contextlib.contextmanager
+def _encoding_state(env: str | None) -> Iterator[None]:
+    """Run with ``DEVPTR_ENCODING`` = ``env`` and the registry as it was; restore both."""
+    old_env = os.environ.get(ENV_VAR)
+    old_reg = dict(_encoding._registered)
+    if env is None:
+        os.environ.pop(ENV_VAR, None)
+    else:
+        os.environ[ENV_VAR] = env
+    try:
+        yield
+    finally:
+        _encoding._registered.clear()
+        _encoding._registered.update(old_reg)
+        if old_env is None:
+            os.environ.pop(ENV_VAR, None)
+        else:
+            os.environ[ENV_VAR] = old_env
+
+
+BACKENDS = ("cuda", "xpu", "cpu", "hpu")
+"""Device types shown in the encoding table (ROCm builds of torch report ``cuda``)."""
+
+
+def _enc(name: str) -> str:
+    e = encoding_for(name)
+    return f"`{e.name}` ({e.torch_dtype})"
+
+
+def encoding_rows() -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """``encoding_for`` per backend: default, ``DEVPTR_ENCODING=U64``, ``register_backend``."""
+    header = (
+        "device type",
+        "default `encoding_for()`",
+        "`DEVPTR_ENCODING=U64`",
+        "`DEVPTR_ENCODING=xpu=U64,cuda=I64`",
+        "after `register_backend('cuda', Encoding.U64)`",
+    )
+    cols: list[list[str]] = []
+    with _encoding_state(None):
+        cols.append([_enc(b) for b in BACKENDS])
+    with _encoding_state("U64"):
+        cols.append([_enc(b) for b in BACKENDS])
+    with _encoding_state("xpu=U64,cuda=I64"):
+        cols.append([_enc(b) for b in BACKENDS])
+    with _encoding_state(None):
+        register_backend("cuda", Encoding.U64)
+        cols.append([_enc(b) for b in BACKENDS])
+    rows = [(f"`{b}`", *(c[i] for c in cols)) for i, b in enumerate(BACKENDS)]
+    return header, rows
+
+
+# -- devptr check on a real tree ----------------------------------------------------------
+def run_check(tree: Path) -> dict[str, object]:
+    """``devptr check TREE --format json`` in a subprocess; the parsed JSON."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "devptr.cli", "check", str(tree), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"devptr check failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
+    data: dict[str, object] = json.loads(proc.stdout) if proc.stdout.strip() else {"findings": []}
+    return data
+
+
+def data_ptr_lines(tree: Path) -> tuple[int, int]:
+    """Lines containing ``data_ptr()`` and the number of .py files holding them."""
+    lines = files = 0
+    for path in sorted(tree.rglob("*.py")):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        n = sum("data_ptr()" in ln for ln in text.splitlines())
+        lines += n
+        files += n > 0
+    return lines, files
+
+
+def check_rows(tree: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Findings of ``devptr check`` on ``tree`` per rule, plus the ``data_ptr()`` census."""
+    data = run_check(tree)
+    raw = data.get("findings", [])
+    findings = [f for f in raw if isinstance(f, dict)] if isinstance(raw, list) else []
+    per_rule = Counter(str(f.get("code")) for f in findings)
+    files_per_rule: dict[str, set[str]] = {}
+    for f in findings:
+        files_per_rule.setdefault(str(f.get("code")), set()).add(str(f.get("path")))
+    header = ("rule", "name", "findings", "files")
+    rows: list[tuple[str, ...]] = []
+    for info in RULES.values():
+        code = info.rule.value
+        nfiles = len(files_per_rule.get(code, ()))
+        rows.append((code, f"`{info.name}`", str(per_rule.get(code, 0)), str(nfiles)))
+    all_files = {str(f.get("path")) for f in findings}
+    rows.append(("all", "", str(len(findings)), str(len(all_files))))
+    lines, nfiles = data_ptr_lines(tree)
+    rows.append(("(census)", "lines containing `data_ptr()`", str(lines), str(nfiles)))
+    return header, rows

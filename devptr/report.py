@@ -1,0 +1,246 @@
+"""Regenerate the RFC's tables by running the code they describe: ``python -m devptr.report``.
+
+Usage (from the repository root)::
+
+    python -m devptr.report                       # print every block for the installed torch
+    python -m devptr.report --update rfc/0001-device-pointer-convention.md
+    python -m devptr.report --check rfc/0001-device-pointer-convention.md   # exit 1 on a diff
+    python -m devptr.report --only traps,alt-summary
+    python -m devptr.report --update rfc/0001-device-pointer-convention.md --vllm-tree DIR
+
+Tables that depend on the torch version have one column per version (``torch 2.13``,
+``torch 2.14``): a run fills the installed version's column and keeps the others, so run
+``--update`` once under each torch. ``--vllm-tree`` also runs ``devptr check`` on an
+unpacked vLLM source tree (slow; the block is left alone without it).
+
+This module is not imported by ``import devptr``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+import numpy as np
+import torch
+
+from devptr._report_md import (
+    Block,
+    Check,
+    StaticTable,
+    VersionedTable,
+    compare_block,
+    find_blocks,
+    render_block,
+    update_text,
+)
+
+RFC_PATH: Final = Path("rfc/0001-device-pointer-convention.md")
+"""The RFC, relative to the repository root."""
+
+
+def installed_version() -> str:
+    """``'2.13'`` for torch 2.13.0+cpu: the column this run fills."""
+    base = torch.__version__.split("+")[0]
+    return ".".join(base.split(".")[:2])
+
+
+def _prov(extra: str = "") -> str:
+    from devptr._report_traps import provenance
+
+    return provenance() + (f", {extra}" if extra else "")
+
+
+def _triton_version() -> str:
+    try:
+        import triton
+    except ImportError:
+        return "triton not installed"
+    return f"triton {triton.__version__} (interpreter)"
+
+
+def _versioned(
+    name: str, keys: tuple[str, ...], rows: Callable[[], Sequence[tuple[tuple[str, ...], str]]],
+    check: Check = "exact", extra: Callable[[], str] = lambda: "",
+) -> BlockSpec:
+    def make() -> Block:
+        return Block(name, VersionedTable(keys, tuple(rows()), _prov(extra())), check)
+
+    return BlockSpec(name, make)
+
+
+def _static(
+    name: str, table: Callable[[], tuple[tuple[str, ...], Sequence[tuple[str, ...]]]]
+) -> BlockSpec:
+    def make() -> Block:
+        header, rows = table()
+        return Block(name, StaticTable(header, tuple(tuple(r) for r in rows)))
+
+    return BlockSpec(name, make)
+
+
+@attrs.frozen
+class BlockSpec:
+    """A block name and how to produce it (lazily: some run Triton or time things)."""
+
+    name: str
+    make: Callable[[], Block]
+    needs_tree: bool = False
+
+
+def _traps() -> Sequence[tuple[tuple[str, ...], str]]:
+    from devptr._report_traps import trap_rows
+
+    return trap_rows()
+
+
+def _numpy() -> Sequence[tuple[tuple[str, ...], str]]:
+    from devptr._report_traps import numpy_rows
+
+    return numpy_rows()
+
+
+def _uops() -> Sequence[tuple[tuple[str, ...], str]]:
+    from devptr._report_traps import uint64_op_rows
+
+    return uint64_op_rows()
+
+
+def _kernel() -> Sequence[tuple[tuple[str, ...], str]]:
+    from devptr._report_alt import kernel_rows
+
+    return kernel_rows()
+
+
+def _summary() -> Sequence[tuple[tuple[str, ...], str]]:
+    from devptr._report_alt import summary_rows
+
+    return summary_rows()
+
+
+def _alt(key: str) -> Callable[[], Sequence[tuple[tuple[str, ...], str]]]:
+    def rows() -> Sequence[tuple[tuple[str, ...], str]]:
+        from devptr._report_alt import ALTERNATIVES, alternative_rows
+
+        alt = next(a for a in ALTERNATIVES if a.key == key)
+        return alternative_rows(alt)
+
+    return rows
+
+
+def _cost() -> Sequence[tuple[tuple[str, ...], str]]:
+    from devptr._report_alt import cost_rows
+
+    return cost_rows()
+
+
+def _rules() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
+    from devptr._report_static import rule_rows
+
+    return rule_rows()
+
+
+def _encodings() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
+    from devptr._report_static import encoding_rows
+
+    return encoding_rows()
+
+
+ALT_KEYS: Final = ("twos", "u64-setitem", "per-platform", "build-view", "devptr")
+
+
+def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
+    """Every generated block of the RFC, in document order."""
+    out = [
+        _versioned("traps", ("spelling",), _traps),
+        _versioned("numpy", ("expression",), _numpy),
+        _versioned("uint64-ops", ("operation on a CPU `torch.uint64` tensor `u`",), _uops),
+        _static("rules", _rules),
+        _static("encodings", _encodings),
+        _versioned("kernel-compare", ("table", "kernel code"), _kernel, extra=_triton_version),
+        _versioned("alt-summary", ("alternative",), _summary, extra=_triton_version),
+        *(
+            _versioned(f"alt-{k}", ("step", "code"), _alt(k), extra=_triton_version)
+            for k in ALT_KEYS
+        ),
+        _versioned("alt-cost", ("alternative", "operation (per pointer)"), _cost, check="timing"),
+    ]
+    if vllm_tree is not None:
+        tree = vllm_tree
+
+        def check_table() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
+            from devptr._report_static import check_rows
+
+            return check_rows(tree)
+
+        out.append(attrs.evolve(_static("vllm-check", check_table), needs_tree=True))
+    return out
+
+
+def generate(names: Sequence[str] | None = None, vllm_tree: Path | None = None) -> list[Block]:
+    """Run the generators (all, or those named)."""
+    chosen = [s for s in specs(vllm_tree) if names is None or s.name in names]
+    if names is not None:
+        unknown = set(names) - {s.name for s in specs(vllm_tree)}
+        if unknown:
+            raise SystemExit(f"devptr.report: unknown block(s): {', '.join(sorted(unknown))}")
+    return [s.make() for s in chosen]
+
+
+def check_document(text: str, blocks: Sequence[Block], version: str) -> list[str]:
+    """Every difference between ``text``'s blocks and ``blocks`` (installed version only)."""
+    found = find_blocks(text)
+    problems: list[str] = []
+    for b in blocks:
+        if b.name not in found:
+            problems.append(f"{b.name}: block missing from the document")
+            continue
+        problems.extend(compare_block(found[b.name], b, version))
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m devptr.report",
+        description="Regenerate the RFC's tables on the installed torch/numpy.",
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--update", type=Path, metavar="FILE", help="rewrite FILE's generated blocks")
+    mode.add_argument("--check", type=Path, metavar="FILE", help="exit 1 when FILE's blocks differ")
+    parser.add_argument("--only", default=None, help="comma-separated block names")
+    parser.add_argument("--vllm-tree", type=Path, default=None, help="vLLM source tree for `devptr check`")
+    args = parser.parse_args(argv)
+    names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
+    version = installed_version()
+    blocks = generate(names, args.vllm_tree)
+    if args.update is not None:
+        text = args.update.read_text(encoding="utf-8")
+        new, missing = update_text(text, blocks, version)
+        for name in missing:
+            print(f"devptr.report: no block {name!r} in {args.update}", file=sys.stderr)
+        if new != text:
+            args.update.write_text(new, encoding="utf-8")
+        print(
+            f"updated {len(blocks) - len(missing)} block(s) in {args.update} "
+            f"(torch {version} column; torch {torch.__version__}, numpy {np.__version__})"
+        )
+        return 1 if missing else 0
+    if args.check is not None:
+        problems = check_document(args.check.read_text(encoding="utf-8"), blocks, version)
+        for p in problems:
+            print(p)
+        print(f"{len(problems)} difference(s) for torch {version} in {args.check}")
+        return 1 if problems else 0
+    for b in blocks:
+        print(f"<!-- devptr-report:{b.name} -->")
+        print(render_block(None, b, version), end="")
+        print(f"<!-- /devptr-report:{b.name} -->\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,164 @@
+"""The RFC's generated tables match what ``python -m devptr.report`` produces on this torch.
+
+CI runs this under torch 2.13 and torch 2.14, so each run checks its own column of the
+version-dependent tables (and every cell of the version-independent ones).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from devptr._report_md import (
+    NOT_RUN,
+    Block,
+    StaticTable,
+    VersionedTable,
+    find_blocks,
+    merge_versioned,
+    parse_table,
+    update_text,
+)
+from devptr.report import RFC_PATH, check_document, generate, installed_version, main, specs
+
+_BLOCK = re.compile(r"<!-- devptr-report:([a-z0-9-]+) -->.*?<!-- /devptr-report:\1 -->", re.DOTALL)
+ROOT = Path(__file__).resolve().parents[1]
+RFC = ROOT / RFC_PATH
+
+
+@pytest.fixture(scope="module")
+def blocks() -> list[Block]:
+    return generate()
+
+
+@pytest.fixture(scope="module")
+def rfc_text() -> str:
+    return RFC.read_text(encoding="utf-8")
+
+
+def test_rfc_has_every_block(rfc_text: str) -> None:
+    found = find_blocks(rfc_text)
+    for spec in specs():
+        assert spec.name in found, f"block {spec.name!r} missing from {RFC_PATH}"
+
+
+def test_rfc_tables_match_this_torch(rfc_text: str, blocks: list[Block]) -> None:
+    problems = check_document(rfc_text, blocks, installed_version())
+    assert not problems, (
+        "the RFC's tables differ from this run; regenerate with "
+        f"`python -m devptr.report --update {RFC_PATH}`:\n" + "\n".join(problems)
+    )
+
+
+def _first_versioned(blocks: list[Block], check: str) -> Block:
+    return next(b for b in blocks if isinstance(b.table, VersionedTable) and b.check == check)
+
+
+def _edit_cell(text: str, block: str, column: str, new: str) -> str:
+    """``text`` with the first data cell of ``column`` in ``block`` replaced by ``new``."""
+    body = find_blocks(text)[block]
+    header, rows = parse_table(body)
+    col = header.index(column)
+    row = rows[0]
+    old_line = "| " + " | ".join(row) + " |"
+    row = [*row[:col], new, *row[col + 1 :]]
+    new_line = "| " + " | ".join(row) + " |"
+    assert old_line in text
+    return text.replace(old_line, new_line, 1)
+
+
+def test_an_edited_behaviour_cell_fails(rfc_text: str, blocks: list[Block]) -> None:
+    block = _first_versioned(blocks, "exact")
+    column = f"torch {installed_version()}"
+    body_cell = parse_table(find_blocks(rfc_text)[block.name])[1][0]
+    header = parse_table(find_blocks(rfc_text)[block.name])[0]
+    flipped = "ok" if body_cell[header.index(column)] != "ok" else "ValueError: edited"
+    edited = _edit_cell(rfc_text, block.name, column, flipped)
+    problems = check_document(edited, blocks, installed_version())
+    assert any(block.name in p for p in problems)
+
+
+def test_an_edited_static_cell_fails(rfc_text: str, blocks: list[Block]) -> None:
+    block = next(b for b in blocks if isinstance(b.table, StaticTable))
+    header = parse_table(find_blocks(rfc_text)[block.name])[0]
+    edited = _edit_cell(rfc_text, block.name, header[-1], "edited")
+    assert any(block.name in p for p in check_document(edited, blocks, installed_version()))
+
+
+def test_a_timing_cell_off_by_far_fails(rfc_text: str, blocks: list[Block]) -> None:
+    block = _first_versioned(blocks, "timing")
+    column = f"torch {installed_version()}"
+    edited = _edit_cell(rfc_text, block.name, column, "900 s")
+    assert any(block.name in p for p in check_document(edited, blocks, installed_version()))
+
+
+def test_other_version_column_is_kept_and_not_compared() -> None:
+    table = VersionedTable(("spelling",), ((("`a`",), "ok"), (("`b`",), "ValueError: x")), "torch X")
+    mine, other = installed_version(), "1.0"
+    existing = (
+        f"| spelling | torch {other} | torch {mine} |\n|---|---|---|\n"
+        "| `a` | NotImplementedError | stale |\n| `b` | ok | stale |\n"
+    )
+    merged = merge_versioned(existing, table, mine)
+    header, rows = parse_table(merged)
+    assert header == ["spelling", f"torch {other}", f"torch {mine}"]
+    assert rows[0] == ["`a`", "NotImplementedError", "ok"]
+    assert rows[1] == ["`b`", "ok", "ValueError: x"]
+    # a row new to this run reads (not run) in the other version's column
+    table2 = attrs_evolve_rows(table, ((("`c`",), "ok"),))
+    rows2 = parse_table(merge_versioned(merged, table2, mine))[1]
+    assert ["`c`", NOT_RUN, "ok"] in rows2
+
+
+def attrs_evolve_rows(
+    table: VersionedTable, extra: tuple[tuple[tuple[str, ...], str], ...]
+) -> VersionedTable:
+    return VersionedTable(table.keys, table.rows + extra, table.provenance)
+
+
+def test_update_is_idempotent_and_keeps_prose(rfc_text: str, blocks: list[Block]) -> None:
+    once, missing = update_text(rfc_text, blocks, installed_version())
+    assert not missing
+    twice, _ = update_text(once, blocks, installed_version())
+    assert once == twice
+    assert _BLOCK.sub("", once) == _BLOCK.sub("", rfc_text)
+    assert not check_document(once, blocks, installed_version())
+
+
+def test_version_tables_have_both_supported_columns(rfc_text: str) -> None:
+    found = find_blocks(rfc_text)
+    for name in ("traps", "alt-summary"):
+        header = parse_table(found[name])[0]
+        assert "torch 2.13" in header and "torch 2.14" in header, (name, header)
+
+
+def test_cli_check_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--check`` returns 1 on a document whose traps column was edited, 0 after ``--update``."""
+    doc = tmp_path / "rfc.md"
+    column = f"torch {installed_version()}"
+    doc.write_text(_edit_cell(RFC.read_text(encoding="utf-8"), "traps", column, "edited"), encoding="utf-8")
+    assert main(["--only", "traps", "--check", str(doc)]) == 1
+    assert "traps" in capsys.readouterr().out
+    assert main(["--only", "traps", "--update", str(doc)]) == 0
+    assert main(["--only", "traps", "--check", str(doc)]) == 0
+    assert "0 difference(s)" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DEVPTR_VLLM_TREE"), reason="set DEVPTR_VLLM_TREE to a vLLM source tree"
+)
+def test_vllm_check_counts_match(rfc_text: str) -> None:
+    tree = Path(os.environ["DEVPTR_VLLM_TREE"])
+    blocks = generate(["vllm-check"], tree)
+    assert not check_document(rfc_text, blocks, installed_version())
+
+
+def test_import_devptr_does_not_import_report() -> None:
+    code = "import sys, devptr; print('devptr.report' in sys.modules, 'devptr._report_md' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
