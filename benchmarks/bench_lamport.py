@@ -40,7 +40,8 @@ os.environ.update(NO_MULTICAST)
 import torch  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 
-SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20]
+SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20]
+"""The asked sizes (4 KiB..4 MiB), then 8 and 16 MiB to find where two-shot overtakes."""
 SWEEP_SIZES = [16 << 10, 64 << 10, 1 << 20]
 SWEEP_BLOCKS = [256, 512, 1024, 2048, 4096]
 OPS_PER_GRAPH = 25
@@ -54,8 +55,18 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _time_graph(fn: Callable[[], object], barrier: Callable[[], None]) -> dict[str, float]:
-    """Capture OPS_PER_GRAPH calls of fn; median and min replay time per op, in us."""
+def _time_graph(
+    fn: Callable[[], object], barrier: Callable[[], None], align: Callable[[], None]
+) -> dict[str, float]:
+    """Capture OPS_PER_GRAPH calls of fn; per-op replay times in us, two ways.
+
+    ``barrier_*``: a host barrier, then the replay (the method of the earlier measurements;
+    the ranks' hosts leave the barrier some microseconds apart, and the first op of the
+    later rank's replay absorbs that skew). ``median_us``/``min_us``: the same, plus a
+    one-element NCCL all-reduce enqueued just before the timed replay: the start event
+    fires on each GPU when that all-reduce completes, i.e. at the same moment on every
+    rank, so host skew drops out.
+    """
     fn()
     torch.cuda.synchronize()
     barrier()
@@ -68,16 +79,23 @@ def _time_graph(fn: Callable[[], object], barrier: Callable[[], None]) -> dict[s
         graph.replay()
         torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(REPLAYS):
-        barrier()
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1000.0 / OPS_PER_GRAPH)
+    out: dict[str, float] = {}
+    for method in ("barrier", "aligned"):
+        times = []
+        for _ in range(REPLAYS):
+            barrier()
+            if method == "aligned":
+                align()
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0 / OPS_PER_GRAPH)
+        prefix = "" if method == "aligned" else "barrier_"
+        out[prefix + "median_us"] = statistics.median(times)
+        out[prefix + "min_us"] = min(times)
     del graph
-    return {"median_us": statistics.median(times), "min_us": min(times)}
+    return out
 
 
 def _worker(rank: int, world: int, port: int, out: str) -> None:
@@ -107,6 +125,11 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
 
         def barrier() -> None:
             dist.barrier(device_ids=[rank])
+
+        tiny = torch.zeros(1, device=dev)
+
+        def align() -> None:
+            dist.all_reduce(tiny)
 
         for dtype in (torch.float32, torch.bfloat16):
             for nbytes in SIZES:
@@ -146,7 +169,7 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
                 for name, fn in ops.items():
                     row: dict[str, Any] = {"dtype": str(dtype).split(".")[1], "bytes": nbytes, "op": name}
                     try:
-                        row.update(_time_graph(fn, barrier))
+                        row.update(_time_graph(fn, barrier, align))
                     except Exception as exc:  # record and go on: one failing op must not hide the rest
                         row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                         torch.cuda.synchronize()
@@ -165,52 +188,81 @@ def _worker(rank: int, world: int, port: int, out: str) -> None:
     Path(out, f"bench_rank{rank}.json").write_text(json.dumps(result))
 
 
-def _markdown(results: list[dict[str, Any]], meta: dict[str, str]) -> str:
-    rows0 = results[0]["rows"]
-    lines = [
-        "| dtype | size | NCCL (us) | symm one-shot (us) | symm two-shot (us) | Lamport (us) | "
-        "Lamport / one-shot | Lamport / NCCL | Lamport / two-shot |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+def _size(nbytes: int) -> str:
+    return f"{nbytes >> 10} KiB" if nbytes < 1 << 20 else f"{nbytes >> 20} MiB"
+
+
+def _table(results: list[dict[str, Any]], key: str) -> list[str]:
+    """One row per (dtype, size): each op's ``key`` on the slower rank, and the ratios."""
 
     def worst(dtype: str, nbytes: int, op: str) -> float | None:
-        vals = []
-        for res in results:
-            for r in res["rows"]:
-                if r["dtype"] == dtype and r["bytes"] == nbytes and r["op"] == op and "median_us" in r:
-                    vals.append(r["median_us"])
+        vals = [
+            r[key]
+            for res in results
+            for r in res["rows"]
+            if r["dtype"] == dtype and r["bytes"] == nbytes and r["op"] == op and key in r
+        ]
         return max(vals) if len(vals) == len(results) else None
 
     def fmt(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.2f}"
 
-    keys = sorted({(r["dtype"], r["bytes"]) for r in rows0}, key=lambda k: (k[0] != "float32", k[1]))
+    def ratio(a: float | None, b: float | None) -> str:
+        return "n/a" if a is None or b is None else f"{a / b:.2f}x"
+
+    lines = [
+        "| dtype | size | NCCL (us) | symm one-shot (us) | symm two-shot (us) | Lamport (us) | "
+        "Lamport / one-shot | Lamport / NCCL | Lamport / two-shot |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = sorted(
+        {(r["dtype"], r["bytes"]) for r in results[0]["rows"]}, key=lambda k: (k[0] != "float32", k[1])
+    )
     for dtype, nbytes in keys:
         n, o, t, lam = (
             worst(dtype, nbytes, op) for op in ("nccl", "symm_one_shot", "symm_two_shot", "lamport")
         )
-
-        def ratio(a: float | None, b: float | None) -> str:
-            return "n/a" if a is None or b is None else f"{a / b:.2f}x"
-
-        size = f"{nbytes >> 10} KiB" if nbytes < 1 << 20 else f"{nbytes >> 20} MiB"
         lines.append(
-            f"| {dtype} | {size} | {fmt(n)} | {fmt(o)} | {fmt(t)} | {fmt(lam)} | "
+            f"| {dtype} | {_size(nbytes)} | {fmt(n)} | {fmt(o)} | {fmt(t)} | {fmt(lam)} | "
             f"{ratio(lam, o)} | {ratio(lam, n)} | {ratio(lam, t)} |"
         )
-    sweep = [r for r in rows0 if r["op"].startswith("lamport[")]
+    return lines
+
+
+def _markdown(results: list[dict[str, Any]], meta: dict[str, str]) -> str:
+    lines = [f"- {k}: {v}" for k, v in meta.items()]
+    lines += [
+        "",
+        f"Per-op latency = median over {REPLAYS} replays of (replay time / {OPS_PER_GRAPH}), "
+        "the slower rank's median.",
+        "",
+        "Device-aligned start (a one-element NCCL all-reduce just before each timed replay):",
+        "",
+        *_table(results, "median_us"),
+        "",
+        "Host barrier only before each replay (the method of the earlier measurements; "
+        "includes the ranks' host skew):",
+        "",
+        *_table(results, "barrier_median_us"),
+    ]
+    sweep = [r for r in results[0]["rows"] if r["op"].startswith("lamport[")]
     if sweep:
-        lines += ["", "Lamport chunk-size sweep (float32, rank 0, median us per op):", ""]
-        lines += ["| size | op | median (us) |", "|---|---|---|"]
+        lines += ["", "Lamport chunk-size sweep (float32, rank 0, device-aligned, us per op):", ""]
+        lines += ["| size | op | median | min |", "|---|---|---|---|"]
         for r in sweep:
-            lines.append(f"| {r['bytes'] >> 10} KiB | {r['op']} | {fmt(r.get('median_us'))} |")
-    head = "\n".join(f"- {k}: {v}" for k, v in meta.items())
-    return (
-        head
-        + "\n\nPer-op latency = median over replays of (graph replay time / 25), the slower rank.\n\n"
-        + "\n".join(lines)
-        + "\n"
-    )
+            med, mn = r.get("median_us"), r.get("min_us")
+            lines.append(
+                f"| {_size(r['bytes'])} | {r['op']} | "
+                f"{'n/a' if med is None else f'{med:.2f}'} | {'n/a' if mn is None else f'{mn:.2f}'} |"
+            )
+    errors = [
+        f"{r['dtype']} {_size(r['bytes'])} {r['op']}: {r['error']}"
+        for r in results[0]["rows"]
+        if "error" in r
+    ]
+    if errors:
+        lines += ["", "Errors (rank 0):", "", *(f"- {e}" for e in errors)]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
