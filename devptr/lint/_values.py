@@ -1,0 +1,117 @@
+"""Abstract values tracked by the checker's intra-function data flow.
+
+The checker does not know types. It knows a few facts about expressions: this one is a raw
+device address (a ``data_ptr()`` int), that one a list of them, this name holds a numpy
+array whose dtype is uint64. Each fact is a :class:`Val`.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+
+class Kind(enum.Enum):
+    """What an expression is, as far as the checker can tell."""
+
+    ADDR = "addr"
+    """A raw address: ``t.data_ptr()``, arithmetic on it, ``int(...)`` of it."""
+
+    ADDR_SEQ = "addr-seq"
+    """A Python list/tuple/generator holding raw addresses (or rows containing them)."""
+
+    ADDR_ARRAY = "addr-array"
+    """A numpy array or tensor of addresses computed from a raw address."""
+
+    ARRAY = "array"
+    """A numpy array or torch tensor (``lib`` and ``dtype`` say which, when known)."""
+
+    MAPPING = "mapping"
+    """A dict-like container: storing an address in it is harmless."""
+
+    PLAIN_LIST = "plain-list"
+    """A Python list not (yet) known to hold addresses."""
+
+    DTYPE = "dtype"
+    """A dtype expression (``dtype`` says which)."""
+
+    DEVPTR = "devptr"
+    """A ``devptr.DevicePtr`` (checked value)."""
+
+    ADDR_FUNC = "addr-func"
+    """A callable returning a raw address (lambda or local helper)."""
+
+    ADDR_SEQ_FUNC = "addr-seq-func"
+    """A callable returning a list of raw addresses."""
+
+    TUPLE = "tuple"
+    """A tuple of values (from a tuple literal or an annotated return)."""
+
+
+class Lib(enum.Enum):
+    """Container library."""
+
+    TORCH = "torch"
+    NUMPY = "numpy"
+
+
+class DType(enum.Enum):
+    """Element type classes that matter for addresses."""
+
+    U64 = "uint64"
+    I64 = "int64"
+    OTHER = "other"
+    BRANCH = "per-platform"
+    """``torch.uint64 if is_xpu() else torch.int64``: int64 on CUDA/ROCm, uint64 on XPU."""
+
+
+@attrs.frozen
+class Val:
+    """One abstract value.
+
+    Parameters
+    ----------
+    kind
+        What the expression is.
+    lib
+        For arrays: torch or numpy, when known.
+    dtype
+        For arrays and dtypes: the element type class, when known.
+    np_scalar
+        For addresses: the value is a ``np.uint64`` scalar rather than a Python int.
+    checked
+        For addresses taken from a DevicePtr: which encoding the int is in.
+    items
+        For tuples: the element values.
+    """
+
+    kind: Kind
+    lib: Lib | None = None
+    dtype: DType | None = None
+    np_scalar: bool = False
+    items: tuple[Val | None, ...] = ()
+    checked: DType | None = None
+    """For addresses from a DevicePtr: ``U64`` for ``.addr``, ``I64`` for ``.signed``."""
+
+
+ADDR = Val(Kind.ADDR)
+ADDR_SEQ = Val(Kind.ADDR_SEQ)
+MAPPING = Val(Kind.MAPPING)
+PLAIN_LIST = Val(Kind.PLAIN_LIST)
+DEVPTR = Val(Kind.DEVPTR)
+
+
+def is_addr(v: Val | None) -> bool:
+    """Whether *v* is a raw scalar address."""
+    return v is not None and v.kind is Kind.ADDR
+
+
+def is_addr_seq(v: Val | None) -> bool:
+    """Whether *v* is a sequence holding raw addresses."""
+    return v is not None and v.kind is Kind.ADDR_SEQ
+
+
+def is_arrayish(v: Val | None) -> bool:
+    """Whether *v* is a numpy array or tensor (of addresses or not)."""
+    return v is not None and v.kind in (Kind.ARRAY, Kind.ADDR_ARRAY)

@@ -1,0 +1,91 @@
+"""The ``devptr check`` command (typer)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from devptr.lint._config import ConfigError, find_pyproject, load_config, with_overrides
+from devptr.lint._report import OutputFormat, render
+
+PROGRESS_MIN_FILES = 200
+"""Show a progress bar when checking at least this many files (on a terminal)."""
+
+
+def check_command(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to check.")],
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", "-f", help="text, json or github.")
+    ] = OutputFormat.TEXT,
+    select: Annotated[
+        list[str] | None, typer.Option(help="Only these rule codes/prefixes (repeatable).")
+    ] = None,
+    ignore: Annotated[
+        list[str] | None, typer.Option(help="Skip these rule codes/prefixes (repeatable).")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option(help="Extra glob patterns of paths to skip.")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="pyproject.toml to read [tool.devptr] from.")
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", help="Worker processes (0: one per CPU).")
+    ] = 0,
+    progress: Annotated[
+        bool | None, typer.Option("--progress/--no-progress", help="Force the progress bar.")
+    ] = None,
+    statistics: Annotated[
+        bool, typer.Option("--statistics", help="Print a count per rule to stderr.")
+    ] = False,
+) -> None:
+    """Find raw device addresses stored in integer tables (rules DP001-DP006).
+
+    Exits 1 when anything is found, 2 on a usage or configuration error.
+    """
+    from devptr.lint.checker import check_paths, iter_python_files
+
+    try:
+        pyproject = config if config is not None else find_pyproject(paths[0] if paths else Path())
+        cfg = with_overrides(load_config(pyproject), select, ignore, exclude)
+    except (ConfigError, OSError) as exc:
+        typer.echo(f"devptr check: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        typer.echo(f"devptr check: no such path: {missing[0]}", err=True)
+        raise typer.Exit(2)
+    files = list(iter_python_files(paths, cfg))
+    n_jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
+    show = progress if progress is not None else (
+        sys.stderr.isatty() and len(files) >= PROGRESS_MIN_FILES
+    )
+    rules = cfg.rules()
+    if show:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task("devptr check", total=len(files))
+            results = check_paths(
+                files, rules, jobs=n_jobs, on_progress=lambda n: bar.advance(task, n)
+            )
+    else:
+        results = check_paths(files, rules, jobs=n_jobs)
+    findings = sorted(f for r in results for f in r.findings)
+    errors = [(r.path, r.error) for r in results if r.error is not None]
+    text = render(findings, errors, output_format)
+    if text:
+        typer.echo(text)
+    if statistics:
+        counts: dict[str, int] = {}
+        for f in findings:
+            counts[f.code] = counts.get(f.code, 0) + 1
+        for code in sorted(counts):
+            typer.echo(f"{code}: {counts[code]}", err=True)
+        typer.echo(f"{len(findings)} finding(s) in {len(files)} file(s)", err=True)
+    if findings:
+        raise typer.Exit(1)
