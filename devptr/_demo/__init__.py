@@ -19,6 +19,7 @@ SECTIONS: list[tuple[str, str]] = [
     ("devptr._demo.core", "section"),
     ("devptr._demo.mamba", "section"),
     ("devptr._demo.lamport", "section"),
+    ("devptr._demo.ec", "section"),
 ]
 
 
