@@ -534,14 +534,14 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
         ("C. per-platform (numpy alias)", "write one entry: `t.numpy()[k] = p`", one(np_alias_set)),
         (
             "D. build then view",
-            "write one entry: rebuild 72 entries",
+            f"write one entry: rebuild the {N_BUILD}-entry table",
             one(lambda: torch.tensor(low, dtype=torch.uint64).view(torch.int64)),
         ),
         ("E. devptr", "write one entry: `buf[k] = p`", one(buf_set)),
         ("E. devptr", "write one entry: `store(t, k, p)` (torch int64)", one(store_set)),
         (
             "A. two's complement int64",
-            f"build {N_BUILD} from tensors",
+            f"build {N_BUILD} from tensors: `torch.tensor([to_i64(t.data_ptr()) ...], dtype=torch.int64)`",
             per(
                 lambda: torch.tensor(
                     [_to_i64(t.data_ptr()) for t in tensors],
@@ -552,7 +552,7 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
         ),
         (
             "B. uint64 torch setitem",
-            f"build {N_BUILD} from tensors",
+            f"build {N_BUILD} from tensors: `torch.tensor([t.data_ptr() ...], dtype=torch.uint64)`",
             per(
                 lambda: torch.tensor(
                     [t.data_ptr() for t in tensors], dtype=torch.uint64
@@ -562,7 +562,7 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
         ),
         (
             "D. build then view",
-            f"build {N_BUILD} from tensors",
+            f"build {N_BUILD} from tensors: the same, then `.view(torch.int64)`",
             per(
                 lambda: torch.tensor(
                     [t.data_ptr() for t in tensors],
@@ -578,7 +578,7 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
         ),
         (
             "A. two's complement int64",
-            f"{N_STRIDED} strided slots (int64 torch)",
+            f"{N_STRIDED} strided slots: `torch.from_numpy(idx) * stride + to_i64(base)`",
             per(
                 lambda: torch.from_numpy(idx) * STRIDE + _to_i64(LOW_BASE),  # devptr: ignore[DP003]
                 N_STRIDED,
@@ -586,12 +586,12 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
         ),
         (
             "C. per-platform (numpy alias)",
-            f"{N_STRIDED} strided slots (numpy uint64)",
+            f"{N_STRIDED} strided slots: `np.uint64(base) + idx_u64 * np.uint64(stride)`",
             per(lambda: np.uint64(LOW_BASE) + idx_u * np.uint64(STRIDE), N_STRIDED),
         ),
         (
             "D. build then view",
-            f"{N_STRIDED} strided slots (Python ints)",
+            f"{N_STRIDED} strided slots: Python ints, then `torch.tensor(..., dtype=torch.uint64)`",
             per(
                 lambda: torch.tensor([LOW_BASE + int(i) * STRIDE for i in idx], dtype=torch.uint64),
                 N_STRIDED,
@@ -600,7 +600,7 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
         ),
         (
             "E. devptr",
-            f"{N_STRIDED} strided slots: `fill_strided` (checked)",
+            f"{N_STRIDED} strided slots: `buf.fill_strided(0, base, idx, stride)` (checked)",
             per(lambda: buf.fill_strided(0, DevicePtr(LOW_BASE), idx, STRIDE), N_STRIDED),
         ),
     ]

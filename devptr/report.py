@@ -7,6 +7,7 @@ Usage (from the repository root)::
     python -m devptr.report --check rfc/0001-device-pointer-convention.md   # exit 1 on a diff
     python -m devptr.report --only traps,alt-summary
     python -m devptr.report --update rfc/0001-device-pointer-convention.md --vllm-tree DIR
+    python -m devptr.report --plot rfc/0001-device-pointer-convention.md   # the cost figure
 
 Tables that depend on the torch version have one column per version (``torch 2.13``,
 ``torch 2.14``): a run fills the installed version's column and keeps the others, so run
@@ -41,6 +42,8 @@ from devptr._report_md import (
 
 RFC_PATH: Final = Path("rfc/0001-device-pointer-convention.md")
 """The RFC, relative to the repository root."""
+PLOT_PATH: Final = Path("img/0001-alt-cost.png")
+"""The cost figure, relative to the RFC's folder."""
 
 
 def installed_version() -> str:
@@ -55,6 +58,23 @@ def _prov(extra: str = "") -> str:
     return provenance() + (f", {extra}" if extra else "")
 
 
+def _cpu() -> str:
+    """``CPU: <model>, <n> cores`` (Linux ``/proc/cpuinfo``; the platform string elsewhere)."""
+    import os
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"CPU: {model}, {os.cpu_count()} cores"
+
+
 def _triton_version() -> str:
     try:
         import triton
@@ -64,8 +84,11 @@ def _triton_version() -> str:
 
 
 def _versioned(
-    name: str, keys: tuple[str, ...], rows: Callable[[], Sequence[tuple[tuple[str, ...], str]]],
-    check: Check = "exact", extra: Callable[[], str] = lambda: "",
+    name: str,
+    keys: tuple[str, ...],
+    rows: Callable[[], Sequence[tuple[tuple[str, ...], str]]],
+    check: Check = "exact",
+    extra: Callable[[], str] = lambda: "",
 ) -> BlockSpec:
     def make() -> Block:
         return Block(name, VersionedTable(keys, tuple(rows()), _prov(extra())), check)
@@ -73,9 +96,7 @@ def _versioned(
     return BlockSpec(name, make)
 
 
-def _static(
-    name: str, table: Callable[[], tuple[tuple[str, ...], Sequence[tuple[str, ...]]]]
-) -> BlockSpec:
+def _static(name: str, table: Callable[[], tuple[tuple[str, ...], Sequence[tuple[str, ...]]]]) -> BlockSpec:
     def make() -> Block:
         header, rows = table()
         return Block(name, StaticTable(header, tuple(tuple(r) for r in rows)))
@@ -163,11 +184,8 @@ def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
         _static("encodings", _encodings),
         _versioned("kernel-compare", ("table", "kernel code"), _kernel, extra=_triton_version),
         _versioned("alt-summary", ("alternative",), _summary, extra=_triton_version),
-        *(
-            _versioned(f"alt-{k}", ("step", "code"), _alt(k), extra=_triton_version)
-            for k in ALT_KEYS
-        ),
-        _versioned("alt-cost", ("alternative", "operation (per pointer)"), _cost, check="timing"),
+        *(_versioned(f"alt-{k}", ("step", "code"), _alt(k), extra=_triton_version) for k in ALT_KEYS),
+        _versioned("alt-cost", ("alternative", "operation (per pointer)"), _cost, check="timing", extra=_cpu),
     ]
     if vllm_tree is not None:
         tree = vllm_tree
@@ -211,11 +229,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--update", type=Path, metavar="FILE", help="rewrite FILE's generated blocks")
     mode.add_argument("--check", type=Path, metavar="FILE", help="exit 1 when FILE's blocks differ")
+    mode.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE",
+        help="draw FILE's cost table to rfc/img/0001-alt-cost.png (needs matplotlib)",
+    )
     parser.add_argument("--only", default=None, help="comma-separated block names")
     parser.add_argument("--vllm-tree", type=Path, default=None, help="vLLM source tree for `devptr check`")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     version = installed_version()
+    if args.plot is not None:
+        from devptr._report_plot import plot_costs
+
+        out = plot_costs(args.plot.read_text(encoding="utf-8"), args.plot.parent / PLOT_PATH)
+        print(f"wrote {out}")
+        return 0
     blocks = generate(names, args.vllm_tree)
     if args.update is not None:
         text = args.update.read_text(encoding="utf-8")
