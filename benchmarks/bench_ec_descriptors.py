@@ -16,6 +16,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -48,6 +49,30 @@ def interleaved(
     return {k: (min(v), statistics.median(v)) for k, v in runs.items()}
 
 
+class _AliasBuffers(NamedTuple):
+    """The numpy-alias descriptor buffers, re-created for comparison (no validation)."""
+
+    src_ptrs: torch.Tensor
+    dst_ptrs: torch.Tensor
+    sizes: torch.Tensor
+    src_np: np.ndarray
+    dst_np: np.ndarray
+    sizes_np: np.ndarray
+
+    @classmethod
+    def allocate(cls, n: int, dtype: torch.dtype) -> _AliasBuffers:
+        ts = [torch.empty(n, dtype=dtype) for _ in range(3)]
+        return cls(*ts, *(t.numpy() for t in ts))
+
+    def add_copies(
+        self, first: int, sources: np.ndarray, destinations: np.ndarray, counts: np.ndarray
+    ) -> None:
+        last = first + len(sources)
+        self.src_np[first:last] = sources
+        self.dst_np[first:last] = destinations
+        self.sizes_np[first:last] = counts
+
+
 def workload(runs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Block ids of one step's saves: ``runs`` runs of 1-8 blocks separated by holes."""
     rng = np.random.default_rng(0)
@@ -77,18 +102,23 @@ def main() -> None:
     src_base = XPU_BASE  # an encoder output on an XPU-like device: bit 63 set
     dst_base = 0x7F12_3456_0000  # the host region
 
-    # vLLM's approach, re-created: numpy aliases of the three descriptor tensors.
-    ptr_dtype = torch.uint64
-    tensors = [torch.empty(n, dtype=ptr_dtype) for _ in range(3)]
-    src_np, dst_np, sizes_np = (t.numpy() for t in tensors)
+    # vLLM's approach, re-created: a tuple of the three descriptor tensors and their numpy
+    # aliases, with an add_copies method doing three unchecked slice writes; the caller
+    # does the address arithmetic on numpy scalars, from int64 run arrays.
+    bufs_v = _AliasBuffers.allocate(n, torch.uint64)
+    slots_i, first_i, count_i = (a.astype(np.int64) for a in (slots, first, count))
 
     def numpy_alias() -> None:
-        run_bytes = count * BLOCK
-        run_bytes[-1] = total - int(slots[-1]) * BLOCK
-        last = n
-        src_np[0:last] = np.uint64(src_base) + slots.astype(np.uint64) * np.uint64(BLOCK)
-        dst_np[0:last] = dst_base + first * BLOCK
-        sizes_np[0:last] = run_bytes
+        run_bytes = count_i * BLOCK
+        run_bytes[-1] = total - slots_i[-1] * BLOCK
+        bufs_v.add_copies(
+            0,
+            np.uint64(src_base) + slots_i.astype(np.uint64) * np.uint64(BLOCK),
+            dst_base + first_i * BLOCK,
+            run_bytes,
+        )
+
+    src_np, dst_np, sizes_np = bufs_v.src_np, bufs_v.dst_np, bufs_v.sizes_np
 
     pool = DescriptorBufferPool("cpu", backend="xpu")
     bufs = pool.acquire(n)

@@ -43,8 +43,9 @@ def default_device() -> torch.device:
     acc = getattr(torch, "accelerator", None)
     if acc is not None and acc.is_available():
         dev = acc.current_accelerator()
+        index = getattr(acc, "current_device_index", None) or getattr(acc, "current_device_idx", None)
         if dev is not None:
-            return torch.device(dev.type, acc.current_device_index())
+            return torch.device(dev.type, index()) if index is not None else torch.device(dev.type)
     if torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
