@@ -626,3 +626,22 @@ def kernel_rows() -> list[tuple[tuple[str, str], str]]:
             _run(lambda: triton_lt(u, bitcast=True)),
         ),
     ]
+
+
+def _signature_type(t: torch.Tensor) -> Cell:
+    try:
+        from triton.runtime.jit import mangle_type
+    except ImportError:
+        return "triton (or its mangle_type) not available"
+    return f"`{mangle_type(t)}`"
+
+
+def compile_key_rows() -> list[tuple[tuple[str], str]]:
+    """The argument type Triton puts in a kernel's signature (its compile key) per table."""
+    buf: PtrBuffer[int] = PtrBuffer(2, device="cpu", pin_memory=False)
+    return [
+        (("`torch.int64` table",), _run(lambda: _signature_type(torch.zeros(2, dtype=torch.int64)))),
+        (("`torch.uint64` table",), _run(lambda: _signature_type(torch.zeros(2, dtype=torch.uint64)))),
+        (("`buf.device(Encoding.I64)`",), _run(lambda: _signature_type(buf.device(Encoding.I64)))),
+        (("`buf.device(Encoding.U64)`",), _run(lambda: _signature_type(buf.device(Encoding.U64)))),
+    ]

@@ -137,6 +137,20 @@ def _kernel() -> Sequence[tuple[tuple[str, ...], str]]:
     return kernel_rows()
 
 
+def _compile_key() -> Sequence[tuple[tuple[str, ...], str]]:
+    from devptr._report_alt import compile_key_rows
+
+    return compile_key_rows()
+
+
+def _triton_only() -> str:
+    try:
+        import triton
+    except ImportError:
+        return "triton not installed"
+    return f"triton {triton.__version__}"
+
+
 def _summary() -> Sequence[tuple[tuple[str, ...], str]]:
     from devptr._report_alt import summary_rows
 
@@ -183,6 +197,7 @@ def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
         _static("rules", _rules),
         _static("encodings", _encodings),
         _versioned("kernel-compare", ("table", "kernel code"), _kernel, extra=_triton_version),
+        _versioned("compile-key", ("table handed to the kernel",), _compile_key, extra=_triton_only),
         _versioned("alt-summary", ("alternative",), _summary, extra=_triton_version),
         *(_versioned(f"alt-{k}", ("step", "code"), _alt(k), extra=_triton_version) for k in ALT_KEYS),
         _versioned("alt-cost", ("alternative", "operation (per pointer)"), _cost, check="timing", extra=_cpu),
