@@ -194,7 +194,7 @@ def _twos() -> list[Step]:
 
 def _u64_setitem() -> list[Step]:
     def build() -> Cell:
-        return _expect(torch.tensor(list(ADDRS), dtype=torch.uint64), ADDRS)
+        return _expect(torch.tensor(list(ADDRS), dtype=torch.uint64), ADDRS)  # devptr: ignore[DP006]
 
     def update() -> Cell:
         u = torch.zeros(4, dtype=torch.uint64)
@@ -223,7 +223,7 @@ def _u64_setitem() -> list[Step]:
         return _expect(torch.tensor([[HI, 4096]], dtype=torch.uint64), [HI, 4096])
 
     def tab() -> torch.Tensor:
-        return torch.tensor(list(ADDRS), dtype=torch.uint64)
+        return torch.tensor(list(ADDRS), dtype=torch.uint64)  # devptr: ignore[DP006]
 
     return [
         ("build", "`torch.tensor(ptrs, dtype=torch.uint64)`", build),
@@ -246,7 +246,7 @@ def _per_platform() -> list[Step]:
 
     def fill(is_xpu: bool) -> Cell:
         t = table(is_xpu)
-        t.numpy()[:] = np.asarray(ADDRS, dtype=np.uint64)
+        t.numpy()[:] = np.asarray(ADDRS, dtype=np.uint64)  # devptr: ignore[DP006]
         return _expect(t, ADDRS)
 
     def update(is_xpu: bool) -> Cell:
@@ -276,7 +276,7 @@ def _per_platform() -> list[Step]:
 
     def filled(is_xpu: bool) -> torch.Tensor:
         t = table(is_xpu)
-        t.numpy()[:] = np.asarray(ADDRS, dtype=np.uint64)
+        t.numpy()[:] = np.asarray(ADDRS, dtype=np.uint64)  # devptr: ignore[DP006]
         return t
 
     return [

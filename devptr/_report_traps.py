@@ -14,6 +14,7 @@ from typing import Final
 import numpy as np
 import torch
 
+from devptr import DevicePtr, store
 from devptr._traps import HI, NEG, TRAPS
 
 Result = torch.Tensor | np.ndarray | np.generic | int | None
@@ -78,7 +79,7 @@ def _echo_op() -> Callable[[torch.Tensor, int], torch.Tensor]:
 
     def impl(x: torch.Tensor, addr: int) -> torch.Tensor:
         out = torch.empty(1, dtype=torch.int64)
-        out.numpy().view(np.uint64)[0] = addr & ((1 << 64) - 1)
+        store(out, 0, DevicePtr(addr & ((1 << 64) - 1)))
         return out
 
     lib.impl("echo_addr", impl, "CPU")  # type: ignore[no-untyped-call]
