@@ -105,7 +105,7 @@ def test_fake_high_addresses_encode_per_consumer() -> None:
         tables[enc] = group[0].workspace
     lamport = slice(8, 12)
     assert tables[Encoding.U64][lamport].tolist() == list(HIGH_ADDRESSES)
-    assert tables[Encoding.I64][lamport].tolist() == [a - (1 << 64) for a in HIGH_ADDRESSES]
+    assert tables[Encoding.I64][lamport].tolist() == [DevicePtr(a).signed for a in HIGH_ADDRESSES]
     assert torch.equal(tables[Encoding.I64][lamport].view(torch.uint64), tables[Encoding.U64][lamport])
 
 

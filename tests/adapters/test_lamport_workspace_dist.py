@@ -166,7 +166,9 @@ def _run(world: int, tmp_path: Path) -> list[dict[str, Any]]:
 
 
 def _i64(a: int) -> int:
-    return a - (1 << 64) if a >= 1 << 63 else a
+    from devptr import DevicePtr
+
+    return DevicePtr(a).signed
 
 
 @pytest.mark.parametrize("world", [2, 4, 8])
