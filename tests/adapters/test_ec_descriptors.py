@@ -28,7 +28,7 @@ from devptr.adapters.ec_connector import (
 )
 from devptr.testing import HIGH_ADDRESSES, TOP_ALIGNED, XPU_BASE
 
-SIGNED = [a - (1 << 64) if a >= 1 << 63 else a for a in HIGH_ADDRESSES]
+SIGNED = [DevicePtr(a).signed for a in HIGH_ADDRESSES]
 
 
 class OpRejected(RuntimeError):
@@ -304,7 +304,7 @@ def test_strided_copies_match_addresses_exactly(index_dtype: type) -> None:
         assert d[7:].tolist() == [0x7F00_0000_0000 + int(i) * 4096 for i in di]
         assert k[7:].tolist() == sizes.tolist()
         signed = b.host(307, Encoding.I64)[0][7:].tolist()
-        assert signed == [v - (1 << 64) for v in s[7:].tolist()]
+        assert signed == [DevicePtr(v).signed for v in s[7:].tolist()]
 
 
 def test_strided_copy_ending_exactly_at_2_64_takes_the_exact_path() -> None:

@@ -21,7 +21,7 @@ from devptr.testing import HIGH_ADDRESSES
 
 pytestmark = pytest.mark.gpu
 
-SIGNED = [a - (1 << 64) if a >= 1 << 63 else a for a in HIGH_ADDRESSES]
+SIGNED = [DevicePtr(a).signed for a in HIGH_ADDRESSES]
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from devptr import AddressRangeError, CapacityError, DevicePtr, PtrTypeError
+from devptr import AddressRangeError, CapacityError, DevicePtr, Encoding, PtrTypeError, ptr_tensor
 from devptr.adapters._ec_swap import host_copy
 from devptr.adapters.ec_connector import (
     DescriptorBufferPool,
@@ -165,8 +165,8 @@ def test_high_addresses_through_an_xpu_style_op() -> None:
         if not src.dtype == dst.dtype == sizes.dtype == torch.uint64:
             raise RuntimeError("XPU swap_blocks_batch needs uint64 tensors")
         seen.append(src.dtype)
-        s = np.array([real_address(DevicePtr(a)).addr for a in src.tolist()], dtype=np.uint64)
-        d = np.array([real_address(DevicePtr(a)).addr for a in dst.tolist()], dtype=np.uint64)
+        s = ptr_tensor([real_address(DevicePtr(a)) for a in src.tolist()], encoding=Encoding.U64).numpy()
+        d = ptr_tensor([real_address(DevicePtr(a)) for a in dst.tolist()], encoding=Encoding.U64).numpy()
         assert all(a >= 1 << 63 for a in src.tolist() + dst.tolist())
         host_copy(s, d, sizes.numpy())
 
