@@ -39,6 +39,7 @@ from devptr._report_md import (
     render_block,
     update_text,
 )
+from devptr._report_quote import Quote, quote_table
 
 RFC_PATH: Final = Path("rfc/0001-device-pointer-convention.md")
 """The RFC, relative to the repository root."""
@@ -185,6 +186,32 @@ def _encodings() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
     return encoding_rows()
 
 
+REPO_ROOT: Final = Path(__file__).resolve().parents[1]
+"""The checkout this module runs from (results files are read relative to it)."""
+
+
+def _float32(row: list[str]) -> bool:
+    return row[0].strip() == "float32"
+
+
+QUOTES: Final[dict[str, Quote]] = {
+    "perf-core": Quote(Path("benchmarks/results/core.md"), "", 0),
+    "perf-kernels": Quote(Path("benchmarks/results/kernels.md"), "", 0),
+    "perf-ec": Quote(Path("benchmarks/results/ec_connector.md"), "Building descriptors", 0),
+    "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Results", 0, _float32),
+    "perf-lint": Quote(Path("benchmarks/results/lint.md"), "", 0),
+    "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "", 0),
+}
+"""Tables quoted from the other parts' results files (not compared by the test)."""
+
+
+def _quoted(name: str, quote: Quote) -> BlockSpec:
+    def make() -> Block:
+        return Block(name, quote_table(REPO_ROOT, quote), check="none")
+
+    return BlockSpec(name, make)
+
+
 ALT_KEYS: Final = ("twos", "u64-setitem", "per-platform", "build-view", "devptr")
 
 
@@ -201,6 +228,7 @@ def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
         _versioned("alt-summary", ("alternative",), _summary, extra=_triton_version),
         *(_versioned(f"alt-{k}", ("step", "code"), _alt(k), extra=_triton_version) for k in ALT_KEYS),
         _versioned("alt-cost", ("alternative", "operation (per pointer)"), _cost, check="timing", extra=_cpu),
+        *(_quoted(name, q) for name, q in QUOTES.items()),
     ]
     if vllm_tree is not None:
         tree = vllm_tree
