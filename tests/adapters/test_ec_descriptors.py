@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from devptr import (
     AddressOverflowError,
@@ -407,3 +409,44 @@ def test_strided_on_released_buffers_is_stale() -> None:
     pool.release(b)
     with pytest.raises(StaleBufferError):
         b.add_strided_copies(0, DevicePtr(64), np.arange(2), DevicePtr(64), np.arange(2), 8, [8, 8])
+
+
+LIMIT = 1 << 64
+bases = st.sampled_from(
+    [0, 64, 1 << 47, (1 << 63) - 8, 1 << 63, XPU_BASE, LIMIT - (1 << 32), LIMIT - 8, LIMIT - 1]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sb=bases,
+    db=bases,
+    idx=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 2000), st.integers(0, 1 << 20)), max_size=12),
+    stride=st.sampled_from([0, 1, 8, 4096, 1 << 20, 1 << 40]),
+    signed=st.booleans(),
+)
+def test_strided_copies_are_exact_or_refused_whole(
+    sb: int, db: int, idx: list[tuple[int, int, int]], stride: int, signed: bool
+) -> None:
+    """Against plain Python ints: every entry exact, or an overflow error and nothing written."""
+    dt = np.int64 if signed else np.uint64
+    si = np.array([i for i, _, _ in idx], dtype=dt)
+    di = np.array([j for _, j, _ in idx], dtype=dt)
+    sizes = [k for _, _, k in idx]
+    b = DescriptorBufferPool("cpu", backend="xpu").acquire(len(idx) + 1)
+    b.add_copies(
+        0, [DevicePtr(1 << 12)] * (len(idx) + 1), [DevicePtr(1 << 13)] * (len(idx) + 1), [3] * (len(idx) + 1)
+    )
+    before = [a.copy() for a in b.numpy()]
+    src = [sb + int(i) * stride for i in si]
+    dst = [db + int(j) * stride for j in di]
+    ok = all(a < LIMIT and a + k <= LIMIT for a, k in zip(src + dst, sizes + sizes, strict=True))
+    if ok:
+        assert b.add_strided_copies(1, DevicePtr(sb), si, DevicePtr(db), di, stride, sizes) == len(idx) + 1
+        s, d, k = b.numpy()
+        assert s[1:].tolist() == src and d[1:].tolist() == dst and k[1:].tolist() == sizes
+        assert s[0] == 1 << 12  # the entry before `first` is untouched
+    else:
+        with pytest.raises(AddressOverflowError):
+            b.add_strided_copies(1, DevicePtr(sb), si, DevicePtr(db), di, stride, sizes)
+        assert all(np.array_equal(x, y) for x, y in zip(before, b.numpy(), strict=True))
