@@ -12,7 +12,6 @@ sizes column read the same value: one storage serves the CUDA/ROCm op (int64 src
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -172,9 +171,10 @@ class DescriptorBuffers:
         self._backend = backend
         self._device = device
         self._mirror = device.type != "cpu"
-        # Writable uint64 views of the dst and sizes columns, written right after a
-        # PtrBuffer.fill/fill_strided of the src column (which waits for an in-flight
-        # to_device copy): one core call per batch instead of three. Dropped on release.
+        # Writable uint64 views of the three columns (zero-copy, over the pooled storage).
+        # Writes go here after validation; with a device mirror they first wait for an
+        # in-flight to_device copy (a zero-length PtrBuffer.fill, which does that wait).
+        # Dropped on release, so a stale handle cannot reach the storage.
         whole = buf.host(Encoding.U64).numpy()
         self._cols: tuple[U64Array, U64Array, U64Array] | None = (
             whole[:capacity],
@@ -251,25 +251,14 @@ class DescriptorBuffers:
             return first
         check_extent(src, sizes, "source", top)
         check_extent(dst, sizes, "destination", top)
-        return self._write(buf, first, n, sizes, lambda: buf.fill(first, src), dst)
-
-    def _write(
-        self,
-        buf: PtrBuffer[int],
-        first: int,
-        n: int,
-        sizes: U64Array,
-        write_src: Callable[[], object],
-        dst: U64Array | None = None,
-    ) -> int:
-        # validated: write src through the core (waits for an in-flight copy), then the rest
-        cols = self._cols
-        assert cols is not None
-        write_src()
-        if dst is not None:
-            cols[1][first : first + n] = dst
-        cols[2][first : first + n] = sizes
-        return first + n
+        if self._mirror:
+            buf.fill(first, _EMPTY)  # a host write through the buffer: waits for to_device
+        src_col, dst_col, size_col = self._cols  # type: ignore[misc]  # live handle
+        end: int = first + n
+        src_col[first:end] = src
+        dst_col[first:end] = dst
+        size_col[first:end] = sizes
+        return end
 
     def add_strided_copies(
         self,

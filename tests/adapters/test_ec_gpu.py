@@ -97,6 +97,35 @@ def test_buffers_reused_while_copies_are_in_flight_stay_correct() -> None:
     assert pool.allocated == 1
 
 
+def test_strided_copies_reused_while_copies_are_in_flight_stay_correct() -> None:
+    """The same with add_strided_copies, which writes the columns in place: it too must
+    wait for the previous descriptor upload before overwriting the host columns."""
+    pool = DescriptorBufferPool("cuda", min_capacity=256)
+    block, nblocks = 3000, 256
+    src = torch.randint(0, 256, (nblocks, block), dtype=torch.uint8, device="cuda")
+    rng = np.random.default_rng(6)
+    results = []
+    for _ in range(8):
+        perm = rng.permutation(nblocks).astype(np.uint64)
+        dst = torch.zeros(nblocks, block, dtype=torch.uint8).pin_memory()
+        b = pool.acquire(nblocks)
+        sizes = rng.integers(0, block + 1, size=nblocks).astype(np.uint64)
+        b.add_strided_copies(
+            0, DevicePtr.of(src), perm, DevicePtr.of(dst), np.arange(nblocks, dtype=np.uint64), block, sizes
+        )
+        b.swap(nblocks)
+        pool.release(b)
+        results.append((perm, dst, sizes))
+    torch.cuda.synchronize()
+    host_src = src.cpu()
+    for perm, dst, sizes in results:
+        for i in range(nblocks):
+            k = int(sizes[i])
+            assert torch.equal(dst[i, :k], host_src[int(perm[i]), :k])
+            assert not dst[i, k:].any()
+    assert pool.allocated == 1
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
 def test_worker_round_trip_on_gpu(dtype: torch.dtype) -> None:
     block = 4000  # not a power of two: runs end mid-page
