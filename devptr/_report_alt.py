@@ -95,10 +95,24 @@ def _interpreted() -> Iterator[None]:
             os.environ["TRITON_INTERPRET"] = old
 
 
-def _lt_kernel() -> Any:
-    """A Triton kernel storing ``tab[0] < tab[1]`` as vLLM's overlap checks do (no bitcast)."""
-    if "lt" in _KERNEL:
-        return _KERNEL["lt"]
+def use_gpu() -> bool:
+    """Compile on the GPU when one is present and the interpreter was not asked for."""
+    return torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET", "0") not in ("1", "true")
+
+
+def triton_mode() -> str:
+    """How :func:`triton_lt` runs here: ``interpreter`` or ``compiled on <GPU name>``."""
+    return f"compiled on {torch.cuda.get_device_name()}" if use_gpu() else "interpreter"
+
+
+def _lt_kernel(mode: str) -> Any:
+    """A Triton kernel storing ``tab[0] < tab[1]`` as vLLM's overlap checks do (no bitcast).
+
+    Defined once per ``mode`` (``"interpreter"``/``"gpu"``): Triton decides at definition
+    time whether a function is interpreted.
+    """
+    if mode in _KERNEL:
+        return _KERNEL[mode]
     import triton
     import triton.language as tl
 
@@ -111,20 +125,31 @@ def _lt_kernel() -> Any:
             b = b.to(tl.uint64, bitcast=True)
         tl.store(out_ptr, (a < b).to(tl.int32))
 
-    _KERNEL["lt"] = _lt
+    _KERNEL[mode] = _lt
     return _lt
 
 
 def triton_lt(table: torch.Tensor, *, bitcast: bool = False) -> Cell:
-    """Run the compare kernel (Triton interpreter, CPU) on a 2-entry table [LOW_CMP, HI]."""
-    with _interpreted():
-        try:
-            kernel = _lt_kernel()
-        except ImportError:
-            return "triton not installed"
-        out = torch.zeros(1, dtype=torch.int32)
-        kernel[(1,)](table, out, BITCAST=bitcast)
-    return "ok" if int(out[0]) == 1 else f"wrong: {LOW_CMP:#x} < HI is false (signed compare)"
+    """Run the compare kernel on a 2-entry table [LOW_CMP, HI].
+
+    Compiled on the GPU when one is present (:func:`use_gpu`), else in Triton's interpreter
+    on the CPU.
+    """
+    try:
+        if use_gpu():
+            kernel = _lt_kernel("gpu")
+            out = torch.zeros(1, dtype=torch.int32, device="cuda")
+            kernel[(1,)](table.to("cuda"), out, BITCAST=bitcast)
+            got = int(out.cpu()[0])
+        else:
+            with _interpreted():
+                kernel = _lt_kernel("interpreter")
+                out = torch.zeros(1, dtype=torch.int32)
+                kernel[(1,)](table.cpu(), out, BITCAST=bitcast)
+                got = int(out[0])
+    except ImportError:
+        return "triton not installed"
+    return "ok" if got == 1 else f"wrong: {LOW_CMP:#x} < HI is false (signed compare)"
 
 
 def _cmp_table_u64() -> torch.Tensor:

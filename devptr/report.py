@@ -81,7 +81,9 @@ def _triton_version() -> str:
         import triton
     except ImportError:
         return "triton not installed"
-    return f"triton {triton.__version__} (interpreter)"
+    from devptr._report_alt import triton_mode
+
+    return f"triton {triton.__version__} ({triton_mode()})"
 
 
 def _versioned(
