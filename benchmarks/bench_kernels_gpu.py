@@ -72,13 +72,14 @@ class Case:
     src_gap: int = 0
     dst_shift: int = 0
     overlap_every: int = 0
+    inplace_shift: int = 0
     note: str = ""
 
 
 def build_set(case: Case, device: torch.device, views: bool) -> TableSet:
     n = len(case.sizes)
     offs = [0] * n
-    pos = 0
+    pos = case.inplace_shift  # room below the first segment for an in-place left shift
     for k, z in enumerate(case.sizes):
         offs[k] = pos
         pos += z + case.src_gap
@@ -96,11 +97,16 @@ def build_set(case: Case, device: torch.device, views: bool) -> TableSet:
     src.fill(0, addresses(DevicePtr.of(src_mem), o, 1))
     d_offs = [x + case.dst_shift for x in offs]
     dst_addrs = addresses(DevicePtr.of(dst_mem), np.array(d_offs, dtype=np.uint64), 1)
+    s_np = src.numpy()
     if case.overlap_every:
         # every k-th segment copies inside the source arena, shifted right by 1 KiB
-        s_np = src.numpy()
         for k in range(0, n, case.overlap_every):
             dst_addrs[k] = s_np[k] + np.uint64(1024)
+    if case.inplace_shift:
+        # segments below 1 MiB shift left inside their own block (conv window, accepted tokens)
+        for k in range(n):
+            if case.sizes[k] < MiB:
+                dst_addrs[k] = s_np[k] - np.uint64(case.inplace_shift)
     dst.fill(0, dst_addrs)
     sizes.fill(0, case.sizes)
     if dev is not None:
@@ -115,8 +121,28 @@ def build_set(case: Case, device: torch.device, views: bool) -> TableSet:
     return ts
 
 
-def time_ms(fns: list[Callable[[], None]], device: torch.device) -> float:
-    """Median per-call time of ``fns`` (rotated), in ms."""
+def time_eager_ms(fns: list[Callable[[], None]], iters: int = 20) -> float:
+    """Per-call time with CUDA events around ``iters`` back-to-back eager calls (median of 5)."""
+    for f in fns:
+        f()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(5):
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for k in range(iters):
+            fns[k % len(fns)]()
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1) / iters)
+    return statistics.median(times)
+
+
+def time_ms(fns: list[Callable[[], None]], device: torch.device, eager: bool = False) -> float:
+    """Median per-call time of ``fns`` (rotated), in ms: CUDA-graph replays unless ``eager``."""
+    if device.type == "cuda" and eager:
+        return time_eager_ms(fns)
     if device.type == "cpu":
         t0 = time.perf_counter()
         for f in fns:
@@ -151,7 +177,8 @@ def time_ms(fns: list[Callable[[], None]], device: torch.device) -> float:
     return statistics.median(times)
 
 
-def ceiling_gbs(device: torch.device) -> float:
+def ceiling_gbs(device: torch.device) -> dict[str, float]:
+    """1 GiB device-to-device ``copy_``: eager with events (the ceiling) and as graph replays."""
     nbytes = 1 * GiB if device.type != "cpu" else 1 * MiB
     a = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device=device)
     b = torch.empty_like(a)
@@ -159,8 +186,8 @@ def ceiling_gbs(device: torch.device) -> float:
     def copy() -> None:
         b.copy_(a)
 
-    ms = time_ms([copy], device)
-    return 2 * nbytes / (ms * 1e-3) / 1e9
+    gbs = lambda ms: 2 * nbytes / (ms * 1e-3) / 1e9  # noqa: E731
+    return {"eager": gbs(time_ms([copy], device, eager=True)), "graph": gbs(time_ms([copy], device))}
 
 
 def verify(case: Case, sets: list[TableSet]) -> bool:
@@ -171,6 +198,8 @@ def verify(case: Case, sets: list[TableSet]) -> bool:
             d = int(ts.dst.numpy()[k]) - ts.dst_mem.data_ptr()
             z = case.sizes[k]
             if case.overlap_every and k % case.overlap_every == 0:
+                continue
+            if case.inplace_shift and z < MiB:
                 continue
             ok &= bool(torch.equal(ts.src_mem[s : s + z], ts.dst_mem[d : d + z]))
     return ok
@@ -243,7 +272,7 @@ def run_case(
                 d.copy_(s)
 
         fns = [(lambda ts=ts: loop(ts)) for ts in sets]
-        record("copy_loop", time_ms(fns, device))
+        record("copy_loop", time_ms(fns, device, eager=True))
     del sets
     torch.cuda.empty_cache() if device.type == "cuda" else None
     return res
@@ -256,6 +285,7 @@ def cases(quick: bool) -> list[Case]:
             Case("4093B_coaligned", [4093] * 4, note="same offset mod 16 in src and dst"),
             Case("4093B_mismatched", [4093] * 4, dst_shift=5, note="src and dst differ mod 16"),
             Case("overlap_1_in_2", [8 * KiB] * 4, src_gap=2 * KiB, overlap_every=2),
+            Case("inplace", [3 * KiB] * 3 + [20 * KiB], src_gap=1 * KiB, inplace_shift=1 * KiB),
         ]
     return [
         Case("mamba_mixed", [48 * KiB] * 72 + [2 * MiB] * 72, note="72 x 48 KiB + 72 x 2 MiB"),
@@ -265,6 +295,19 @@ def cases(quick: bool) -> list[Case]:
         Case("4KiB_x65536", [4 * KiB] * 65536),
         Case("4093B_x4096_coaligned", [4093] * 4096, note="packed: same offset mod 16 in src and dst"),
         Case("4093B_x4096_mismatched", [4093] * 4096, dst_shift=5, note="dst offsets +5: byte path"),
+        Case(
+            "mamba_mixed_conv_inplace",
+            [36 * KiB] * 72 + [2 * MiB] * 72,
+            src_gap=12 * KiB,
+            inplace_shift=12 * KiB,
+            note="72 conv windows shifted in place by one 12 KiB token (36 KiB memmove each) + 72 x 2 MiB",
+        ),
+        Case(
+            "mamba_mixed_conv_moved",
+            [36 * KiB] * 72 + [2 * MiB] * 72,
+            src_gap=12 * KiB,
+            note="the same bytes with the conv windows going to other blocks (no overlap)",
+        ),
         Case(
             "2MiB_x128_overlap_1_in_16",
             [2 * MiB] * 128,
@@ -282,6 +325,29 @@ def sweep_cases(quick: bool) -> list[Case]:
     for z in (1 * KiB, 4 * KiB, 16 * KiB, 64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB):
         out.append(Case(f"sweep_{z}", [z] * (256 * MiB // z)))
     return out
+
+
+def compiled_report() -> list[dict[str, Any]]:
+    """Registers and spills of the compiled batch_memcpy variants (best effort)."""
+    rows: list[dict[str, Any]] = []
+    try:
+        from devptr.kernels import _copy_jit
+
+        caches = getattr(_copy_jit._batch_memcpy_kernel, "device_caches", {})
+        for cache in caches.values():
+            kernels = cache[0] if isinstance(cache, tuple) else cache
+            for key, k in kernels.items():
+                rows.append(
+                    {
+                        "key": str(key)[-120:],
+                        "n_regs": getattr(k, "n_regs", None),
+                        "n_spills": getattr(k, "n_spills", None),
+                        "num_warps": getattr(getattr(k, "metadata", None), "num_warps", None),
+                    }
+                )
+    except Exception as exc:  # reporting only
+        rows.append({"error": repr(exc)})
+    return rows
 
 
 def machine() -> dict[str, Any]:
@@ -318,20 +384,21 @@ def main() -> None:
             "num_warps": memcpy_mod.NUM_WARPS,
         },
     }
-    ceiling = ceiling_gbs(device)
+    ceil = ceiling_gbs(device)
+    ceiling = ceil["eager"]
     out["ceiling_GBps"] = ceiling
-    print(f"ceiling (1 GiB copy_): {ceiling:,.0f} GB/s", flush=True)
+    out["copy_1GiB_graph_GBps"] = ceil["graph"]
+    print(f"ceiling (1 GiB copy_, eager events): {ceiling:,.0f} GB/s; as graph replays {ceil['graph']:,.0f}")
     tuning: list[dict[str, int]] = [{}]
     if not args.no_sweep:
         tuning += [
-            {"chunk": 4096},
-            {"chunk": 8192},
-            {"chunk": 16384},
-            {"chunk": 32768},
+            {"chunk": 4096, "warps": 4},
+            {"chunk": 4096, "warps": 8},
+            {"chunk": 16384, "warps": 4},
             {"chunk": 16384, "warps": 8},
             {"chunk": 32768, "warps": 8},
-            {"chunk": 16384, "ppu": 4},
-            {"chunk": 16384, "ppu": 16},
+            {"chunk": 16384, "warps": 8, "ppu": 4},
+            {"chunk": 16384, "warps": 8, "ppu": 16},
         ]
     all_impls = ["vllm_style", "foreach_copy_"]
     out["cases"] = []
@@ -350,6 +417,7 @@ def main() -> None:
         r["segment_bytes"] = c.sizes[0]
         out["sweep"].append(r)
         print(f"{c.name}: " + "  ".join(f"{k}={v['GBps']:,.0f}" for k, v in r["results"].items()), flush=True)
+    out["compiled"] = compiled_report()
     out["seconds"] = time.time() - t0
     path = Path(args.out) / "kernels_bench.json"
     path.write_text(json.dumps(out, indent=1))

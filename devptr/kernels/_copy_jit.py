@@ -89,38 +89,57 @@ def _copy_bytes(src, dst, size, g, G, CHUNK: tl.constexpr):
 
 
 @triton.jit
-def _move_forward(src, dst, size, CHUNK: tl.constexpr):
-    """memmove for ``dst`` below an overlapping ``src``: one program, low to high.
-
-    Each step loads a chunk, waits for every lane (a barrier), then stores: a store can
-    only land on source bytes of this or earlier steps, which all lanes have read.
-    """
-    sp = src.to(tl.pointer_type(tl.uint8))
-    dp = dst.to(tl.pointer_type(tl.uint8))
-    n = size
-    offs = tl.arange(0, CHUNK)
-    for start in range(0, n, CHUNK):
-        o = start + offs
-        m = o < n
-        x = tl.load(sp + o, mask=m)
-        tl.debug_barrier()
-        tl.store(dp + o, x, mask=m)
+def _step(sp, dp, o, m):
+    """One ordered step of a memmove: every lane loads, a barrier, every lane stores."""
+    x = tl.load(sp + o, mask=m)
+    tl.debug_barrier()
+    tl.store(dp + o, x, mask=m)
 
 
 @triton.jit
-def _move_backward(src, dst, size, CHUNK: tl.constexpr):
-    """memmove for ``dst`` above an overlapping ``src``: one program, high to low."""
-    sp = src.to(tl.pointer_type(tl.uint8))
-    dp = dst.to(tl.pointer_type(tl.uint8))
-    n = size
-    steps = (n + CHUNK - 1) // CHUNK
-    offs = tl.arange(0, CHUNK)
-    for k in range(0, steps):
-        o = n - (k + 1) * CHUNK + offs
-        m = o >= 0
-        x = tl.load(sp + o, mask=m)
-        tl.debug_barrier()
-        tl.store(dp + o, x, mask=m)
+def _move(src, dst, size, FORWARD: tl.constexpr, CHUNK: tl.constexpr, BYTE_CHUNK: tl.constexpr):
+    """memmove of one overlapping segment by one program, in the safe direction.
+
+    ``FORWARD`` (``dst`` below ``src``): low to high; else high to low. Each step loads,
+    waits for every lane (a barrier), then stores; a store can only land on source bytes
+    that this or an earlier step has read. With ``src % 16 == dst % 16`` the body moves in
+    16-byte accesses, ``CHUNK`` bytes a step (head and tail bytes in their own steps);
+    otherwise one byte per lane, ``BYTE_CHUNK`` bytes a step.
+    """
+    s8 = src.to(tl.pointer_type(tl.uint8))
+    d8 = dst.to(tl.pointer_type(tl.uint8))
+    if ((src ^ dst) & 15) == 0:
+        lane = tl.arange(0, 16).to(tl.int64)
+        head = tl.minimum(((16 - (dst & 15)) & 15).to(tl.int64), size)
+        body = ((size - head) // 16) * 16
+        tail = head + body + lane
+        ELEMS: tl.constexpr = CHUNK // 8
+        sp = tl.multiple_of((src + head.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+        dp = tl.multiple_of((dst + head.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+        n_el = tl.multiple_of(body // 8, 2)
+        wide_steps = (n_el + ELEMS - 1) // ELEMS
+        eoffs = tl.arange(0, ELEMS)
+        if FORWARD:
+            _step(s8, d8, lane, lane < head)
+            for k in range(0, wide_steps):
+                eo = k * ELEMS + eoffs
+                _step(sp, dp, eo, eo < n_el)
+            _step(s8, d8, tail, tail < size)
+        else:
+            _step(s8, d8, tail, tail < size)
+            for k in range(0, wide_steps):
+                eo = (wide_steps - 1 - k) * ELEMS + eoffs
+                _step(sp, dp, eo, eo < n_el)
+            _step(s8, d8, lane, lane < head)
+    else:
+        byte_steps = (size + BYTE_CHUNK - 1) // BYTE_CHUNK
+        boffs = tl.arange(0, BYTE_CHUNK)
+        for j in range(0, byte_steps):
+            if FORWARD:
+                bo = j * BYTE_CHUNK + boffs
+            else:
+                bo = (byte_steps - 1 - j) * BYTE_CHUNK + boffs
+            _step(s8, d8, bo, bo < size)
 
 
 @triton.jit
@@ -129,7 +148,8 @@ def _copy_segment(src, dst, size, g, G, CHUNK: tl.constexpr, BYTE_CHUNK: tl.cons
 
     ``src``/``dst``: uint64 addresses; ``size``: non-negative int64 byte count. Disjoint
     ranges split over the ``G`` programs (16-byte accesses when ``src`` and ``dst`` share
-    their offset modulo 16, bytes otherwise); overlapping ranges go to program 0 alone.
+    their offset modulo 16, bytes otherwise); overlapping ranges go to program 0 alone
+    (:func:`_move`).
     """
     kind = _memmove_kind(src, dst, size)
     if kind == 1:
@@ -139,10 +159,10 @@ def _copy_segment(src, dst, size, g, G, CHUNK: tl.constexpr, BYTE_CHUNK: tl.cons
             _copy_bytes(src, dst, size, g, G, BYTE_CHUNK)
     elif kind == 2:
         if g == 0:
-            _move_forward(src, dst, size, BYTE_CHUNK)
+            _move(src, dst, size, True, CHUNK, BYTE_CHUNK)
     elif kind == 3:
         if g == 0:
-            _move_backward(src, dst, size, BYTE_CHUNK)
+            _move(src, dst, size, False, CHUNK, BYTE_CHUNK)
 
 
 @triton.jit

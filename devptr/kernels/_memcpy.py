@@ -28,13 +28,15 @@ CHUNK = 16384
 """Bytes one program moves per step on the 16-byte path."""
 MIN_CHUNK = 1024
 """Smallest step the launcher picks by itself for batches of small segments."""
-BYTE_CHUNK = 4096
-"""Bytes one program moves per step on the byte path and for overlapping segments."""
+BYTE_CHUNK = 1024
+"""Bytes one program moves per step on the byte path (kept small: every byte lane holds a
+64-bit address in registers, and registers bound how many programs run at once)."""
 PROGRAMS_PER_UNIT = 8
 """Programs per multiprocessor the launcher aims for when it splits large segments."""
 MAX_SPLIT = 256
 """Most programs one segment is split over."""
-NUM_WARPS = 4
+NUM_WARPS = 8
+"""Warps per program (8 keeps registers per thread low, so more programs run at once)."""
 
 
 def _cdiv(a: int, b: int) -> int:

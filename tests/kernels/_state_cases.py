@@ -21,7 +21,7 @@ class StateSetup:
     meta: PtrTable
 
 
-def make_setup(device: torch.device, seed: int, *, num_blocks: int = 24, max_reqs: int = 6) -> StateSetup:
+def make_setup(device: torch.device, seed: int, *, num_blocks: int = 56, max_reqs: int = 6) -> StateSetup:
     g = torch.Generator().manual_seed(seed)
     rng = random.Random(seed)
     W = 4
@@ -41,10 +41,9 @@ def make_setup(device: torch.device, seed: int, *, num_blocks: int = 24, max_req
         groups.append(grp)
     max_blocks = 8
     tables = []
-    for _ in range(2):
-        t = torch.tensor(
-            [rng.sample(range(num_blocks), max_blocks) for _ in range(max_reqs)], dtype=torch.int32
-        )
+    for _ in range(2):  # requests never share a block (their copies run concurrently)
+        ids = rng.sample(range(num_blocks), max_blocks * max_reqs)
+        t = torch.tensor(ids, dtype=torch.int32).reshape(max_reqs, max_blocks)
         tables.append(t.to(device))
     dev = device if device.type != "cpu" else None
     bases: PtrBuffer[int] = PtrBuffer(len(states), device=dev)

@@ -54,13 +54,14 @@ CASES = [
 
 
 @pytest.mark.parametrize("encoding", [Encoding.U64, Encoding.I64])
-def test_decision_is_unsigned_for_high_addresses(encoding: Encoding) -> None:
+def test_decision_is_unsigned_for_high_addresses(encoding: Encoding, kernel_device: torch.device) -> None:
     n = len(CASES)
     src, dst, sz = PtrBuffer(n), PtrBuffer(n), SizeBuffer(n)
     src.fill(0, [DevicePtr(s) for s, _, _ in CASES])
     dst.fill(0, [DevicePtr(d) for _, d, _ in CASES])
     sz.fill(0, [z for *_, z in CASES])
-    got = memmove_kinds(src.host(encoding), dst.host(encoding), sz.host()).tolist()
+    got = memmove_kinds(*(t.to(kernel_device) for t in (src.host(encoding), dst.host(encoding), sz.host())))
+    got = got.tolist()
     want = [int(_expected(*c)) for c in CASES]
     assert got == want
     # the straddling cases really are the ones a signed comparison gets wrong
@@ -69,7 +70,7 @@ def test_decision_is_unsigned_for_high_addresses(encoding: Encoding) -> None:
     assert signed != unsigned
 
 
-def test_decision_on_random_high_addresses() -> None:
+def test_decision_on_random_high_addresses(kernel_device: torch.device) -> None:
     rng = np.random.default_rng(0)
     n = 500
     src = rng.integers(SIGN_BIT_ADDR - (1 << 20), SIGN_BIT_ADDR + (1 << 20), n, dtype=np.uint64)
@@ -80,7 +81,8 @@ def test_decision_on_random_high_addresses() -> None:
     s_buf.fill(0, src)
     d_buf.fill(0, dst)
     z_buf.fill(0, sizes)
-    got = memmove_kinds(s_buf.host(Encoding.I64), d_buf.host(Encoding.I64), z_buf).tolist()
+    tables = (s_buf.host(Encoding.I64), d_buf.host(Encoding.I64), z_buf.host())
+    got = memmove_kinds(*(t.to(kernel_device) for t in tables)).tolist()
     want = [int(_expected(int(s), int(d), int(z))) for s, d, z in zip(src, dst, sizes, strict=True)]
     assert got == want
     assert {1, 2, 3} <= set(got)

@@ -45,15 +45,14 @@ def test_device_to_pinned_host_and_back_in_one_launch() -> None:
     dev = torch.randint(0, 256, (3 << 20,), dtype=torch.uint8, device="cuda")
     host = torch.full((3 << 20,), 0xA5, dtype=torch.uint8).pin_memory()
     back = torch.full((1 << 20,), 0xA5, dtype=torch.uint8, device="cuda")
-    # D2H: dev[0:2 MiB] -> host[5: ...] (misaligned), dev[2 MiB + 3:] -> host[2 MiB + 64:]
-    # H2D: host[2 MiB + 64: + 1000] -> back[0:1000]  (reads what the first segments write?
-    # no: segments must not depend on each other; copy a region nobody writes)
-    host[2 << 20 + 0 : (2 << 20) + 64] = 7
+    # D2H: dev[0:2 MiB] -> host[5:] (misaligned), dev[2 MiB + 3:] -> host[2 MiB + 100:];
+    # then H2D: 64 bytes of host[2 MiB + 16:], a range neither D2H segment writes
+    host[(2 << 20) + 16 : (2 << 20) + 80] = 7
     s, d, z = _tables(
         dev, host, [0, (2 << 20) + 3], [5, (2 << 20) + 100], [2 << 20, (1 << 20) - 200]
     )
     batch_memcpy(s, d, z)
-    s2, d2, z2 = _tables(host, back, [2 << 20], [0], [64])
+    s2, d2, z2 = _tables(host, back, [(2 << 20) + 16], [0], [64])
     batch_memcpy(s2, d2, z2)
     torch.cuda.synchronize()
     assert torch.equal(host[5 : 5 + (2 << 20)], dev[: 2 << 20].cpu())
