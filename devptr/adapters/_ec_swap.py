@@ -269,7 +269,9 @@ def swap_blocks_batch(
     contract: the kernel path needs device or pinned host memory, the host path host
     memory.
     """
-    count = _check_n(src.shape[0] if n is None and isinstance(src, torch.Tensor) else n, None)
+    if not isinstance(src, torch.Tensor):
+        raise PtrTypeError(f"src must be a torch tensor (got {describe(src)})")
+    count = _check_n(src.shape[0] if n is None else n, None)
     s = _as_u64(src, "src", count)
     d = _as_u64(dst, "dst", count)
     k = _as_u64(sizes, "sizes", count)
