@@ -326,10 +326,10 @@ class DescriptorBuffers:
         src_col, dst_col, size_col = self._cols  # type: ignore[misc]  # live handle
         end: int = first + n
         out = src_col[first:end]
-        np.multiply(_as_u64(si), stride, out=out)
+        np.multiply(si if si.dtype == U64 else _as_u64(si), stride, out=out)
         np.add(out, src_base.addr, out=out)
         out = dst_col[first:end]
-        np.multiply(_as_u64(di), stride, out=out)
+        np.multiply(di if di.dtype == U64 else _as_u64(di), stride, out=out)
         np.add(out, dst_base.addr, out=out)
         size_col[first:end] = sizes
         return end
