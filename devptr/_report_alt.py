@@ -117,7 +117,8 @@ def _lt_kernel(mode: str) -> Any:
     import triton.language as tl
 
     @triton.jit  # type: ignore[untyped-decorator]
-    def _lt(tab_ptr: Any, out_ptr: Any, BITCAST: tl.constexpr) -> None:
+    def _lt(tab_ptr, out_ptr, BITCAST: tl.constexpr):  # type: ignore[no-untyped-def]
+        # no annotations on tensor parameters: Triton reads them as specialisation hints
         a = tl.load(tab_ptr)
         b = tl.load(tab_ptr + 1)
         if BITCAST:
