@@ -239,7 +239,7 @@ def run_case(
             chunk = cfg.get("chunk", memcpy_mod.CHUNK)
             warps = cfg.get("warps", memcpy_mod.NUM_WARPS)
             units = memcpy_mod._runtime.multiprocessor_count(device)
-            split = max(1, min(-(-units * ppu // n), -(-max_size // chunk), memcpy_mod.MAX_SPLIT))
+            split = max(1, min(units * ppu // n, -(-max_size // chunk), memcpy_mod.MAX_SPLIT))
             fns = [
                 (
                     lambda ts=ts, sp=split, ch=chunk, w=warps: batch_memcpy(
@@ -392,13 +392,12 @@ def main() -> None:
     tuning: list[dict[str, int]] = [{}]
     if not args.no_sweep:
         tuning += [
-            {"chunk": 4096, "warps": 4},
-            {"chunk": 4096, "warps": 8},
-            {"chunk": 16384, "warps": 4},
-            {"chunk": 16384, "warps": 8},
-            {"chunk": 32768, "warps": 8},
-            {"chunk": 16384, "warps": 8, "ppu": 4},
+            {"chunk": 4096, "warps": 4, "ppu": 8},
+            {"chunk": 4096, "warps": 4, "ppu": 16},
+            {"chunk": 4096, "warps": 4, "ppu": 24},
+            {"chunk": 8192, "warps": 4, "ppu": 12},
             {"chunk": 16384, "warps": 8, "ppu": 16},
+            {"chunk": 32768, "warps": 8, "ppu": 8},
         ]
     all_impls = ["vllm_style", "foreach_copy_"]
     out["cases"] = []

@@ -24,19 +24,19 @@ class MemmoveKind(enum.IntEnum):
     """Destination above an overlapping source: one program copies high to low."""
 
 
-CHUNK = 16384
-"""Bytes one program moves per step on the 16-byte path."""
+CHUNK = 4096
+"""Bytes one program moves per step on the 16-byte path (also the step of overlapping copies)."""
 MIN_CHUNK = 1024
 """Smallest step the launcher picks by itself for batches of small segments."""
 BYTE_CHUNK = 1024
 """Bytes one program moves per step on the byte path (kept small: every byte lane holds a
 64-bit address in registers, and registers bound how many programs run at once)."""
-PROGRAMS_PER_UNIT = 8
+PROGRAMS_PER_UNIT = 12
 """Programs per multiprocessor the launcher aims for when it splits large segments."""
 MAX_SPLIT = 256
 """Most programs one segment is split over."""
-NUM_WARPS = 8
-"""Warps per program (8 keeps registers per thread low, so more programs run at once)."""
+NUM_WARPS = 4
+"""Warps per program."""
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -44,9 +44,10 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def split_factor(n: int, device: torch.device, max_size: int | None, chunk: int = CHUNK) -> int:
-    """Programs per segment: enough programs to fill the device, no more than there are chunks."""
+    """Programs per segment: about ``PROGRAMS_PER_UNIT`` per multiprocessor in all (at least one
+    per segment), no more than the largest segment has chunks."""
     units = _runtime.multiprocessor_count(device)
-    g = max(1, _cdiv(units * PROGRAMS_PER_UNIT, max(n, 1)))
+    g = max(1, units * PROGRAMS_PER_UNIT // max(n, 1))
     if max_size is not None:
         g = min(g, max(1, _cdiv(max_size, chunk)))
     return min(g, MAX_SPLIT)
