@@ -423,11 +423,11 @@ def _devptr() -> list[Step]:
         t[0] = {"src": DevicePtr(HI), "nbytes": 4096}
         return _expect(t.numpy(), [HI, 4096])
 
-    def cmp_buf() -> torch.Tensor:
+    def cmp_buf(enc: Encoding) -> torch.Tensor:
         b: PtrBuffer[int] = PtrBuffer(2, device="cpu", pin_memory=False)
         b.fill(0, [DevicePtr(LOW_CMP), DevicePtr(HI)])
-        b.to_device(encoding=Encoding.U64, non_blocking=False)
-        return b.device(Encoding.U64)
+        b.to_device(encoding=enc, non_blocking=False)
+        return b.device(enc)
 
     return [
         (
@@ -451,7 +451,12 @@ def _devptr() -> list[Step]:
             "`buf.host(Encoding.U64)`",
             lambda: cpp_op_cell(buf().host(Encoding.U64), torch.uint64),
         ),
-        ("Triton `a < b`", "`buf.device(Encoding.U64)`", lambda: triton_lt(cmp_buf())),
+        (
+            "Triton `a < b`",
+            "`buf.device()` on CUDA (I64); the kernel bitcasts to uint64 (R8)",
+            lambda: triton_lt(cmp_buf(Encoding.I64), bitcast=True),
+        ),
+        ("Triton `a < b`", "`buf.device(Encoding.U64)`", lambda: triton_lt(cmp_buf(Encoding.U64))),
         ("custom-op `int` arg", "`buf[k].signed`", lambda: custom_op_cell(buf()[0].signed)),
     ]
 
@@ -485,12 +490,14 @@ def is_ok(cell: Cell) -> bool:
 
 
 def summary_rows() -> list[tuple[tuple[str], str]]:
-    """Per alternative: how many of its steps stored/read the address right."""
+    """Per alternative: how many of its steps stored/read the address right, and which failed."""
     rows: list[tuple[tuple[str], str]] = []
     for alt in ALTERNATIVES:
-        cells = [c for _, c in alternative_rows(alt)]
-        ok = sum(is_ok(c) for c in cells)
-        rows.append(((alt.title,), f"{ok} of {len(cells)} steps ok"))
+        cells = alternative_rows(alt)
+        ok = sum(is_ok(c) for _, c in cells)
+        failed = list(dict.fromkeys(step for (step, _), c in cells if not is_ok(c)))
+        text = f"{ok} of {len(cells)} ok"
+        rows.append(((alt.title,), text + (f"; fails: {', '.join(failed)}" if failed else "")))
     return rows
 
 
