@@ -10,6 +10,7 @@ computed per file: what each local function returns and what each class stores o
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable
 from typing import Final
 
@@ -32,8 +33,10 @@ from devptr.lint._values import (
 )
 from devptr.lint.rules import Rule
 
+ADDR_BY_NAME: Final = Val(Kind.ADDR, by_name=True)
+ADDR_SEQ_BY_NAME: Final = Val(Kind.ADDR_SEQ, by_name=True)
 _ADDR_OPS: Final = (ast.Add, ast.Sub, ast.BitAnd, ast.BitOr)
-_SUMMARY_ROUNDS: Final = 2
+_SUMMARY_ROUNDS: Final = 1
 
 
 class _Scope:
@@ -59,9 +62,11 @@ class FileAnalyzer:
         The path reported in findings.
     """
 
-    def __init__(self, tree: ast.Module, path: str) -> None:
+    def __init__(self, tree: ast.Module, path: str, source: str | None = None) -> None:
         self.tree = tree
         self.path = path
+        self._lines = source.splitlines() if source is not None else None
+        self._tainted: re.Pattern[str] | None = None
         self.findings: dict[tuple[int, int, Rule], Finding] = {}
         self.functions: dict[str, Val | None] = {}
         self.class_attrs: dict[str, dict[str, Val]] = {}
@@ -75,9 +80,29 @@ class FileAnalyzer:
         """Compute summaries, then walk the module once more and report."""
         for _ in range(_SUMMARY_ROUNDS):
             self._walk_module()
+        self._tainted = self._tainted_names()
         self._report = True
         self._walk_module()
         return sorted(self.findings.values())
+
+    def _tainted_names(self) -> re.Pattern[str] | None:
+        """Local helpers and ``self`` attributes known (after the first pass) to hold addresses."""
+        names = {k.rpartition(".")[2] for k, v in self.functions.items() if _holds_addr(v)}
+        for attrs in self.class_attrs.values():
+            names.update(k for k, v in attrs.items() if _holds_addr(v))
+        if not names:
+            return None
+        return re.compile("|".join(sorted(re.escape(n) for n in names)))
+
+    def _may_report(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether *fn*'s text can hold a finding (skips most function bodies of a big tree)."""
+        if self._lines is None:
+            return True
+        end = getattr(fn, "end_lineno", None) or len(self._lines)
+        text = "\n".join(self._lines[fn.lineno - 1 : end])
+        if pat.FUNCTION_TRIGGER.search(text):
+            return True
+        return self._tainted is not None and self._tainted.search(text) is not None
 
     def _walk_module(self) -> None:
         scope = _Scope({}, None)
@@ -151,6 +176,15 @@ class FileAnalyzer:
                         self.eval(sub, scope)
 
     def _function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope) -> None:
+        if any(pat.is_device_decorator(d) for d in fn.decorator_list):
+            return  # Triton/CuTe device code: no host-side integer tables
+        if not self._may_report(fn):
+            # nothing address-like in its text: only its annotation can tell us something
+            key = f"{scope.cls}.{fn.name}" if scope.cls else fn.name
+            self.functions[key] = self._summarize([], fn.returns)
+            if scope.cls is not None and not self._report:
+                self._collect_self_attrs(fn, scope)
+            return
         inner = scope.child()
         args = fn.args
         for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
@@ -168,6 +202,26 @@ class FileAnalyzer:
         self.functions[key] = summary
         if summary is not None and summary.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC):
             scope.env[fn.name] = summary
+
+    def _collect_self_attrs(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, scope: _Scope
+    ) -> None:
+        """First pass over a skipped method: learn what it stores on ``self`` (arrays, dtypes)."""
+        inner = scope.child()
+        for arg in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
+            val = annotation_val(arg.annotation)
+            if val is not None:
+                inner.env[arg.arg] = val
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign):
+                targets = [t for t in node.targets if isinstance(t, ast.Attribute | ast.Name)]
+                if targets:
+                    val = self.eval(node.value, inner)
+                    for t in targets:
+                        self._assign(t, val, node.value, inner)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
+                val = self.eval(node.value, inner) if node.value is not None else None
+                self._assign(node.target, val or annotation_val(node.annotation), None, inner)
 
     @staticmethod
     def _summarize(returns: list[Val | None], annotation: ast.expr | None) -> Val | None:
@@ -321,7 +375,8 @@ class FileAnalyzer:
         if isinstance(node, ast.Call):
             return self._call(node, scope)
         if isinstance(node, ast.Name):
-            return scope.env.get(node.id)
+            found = scope.env.get(node.id)
+            return found if found is not None or node.id in scope.env else _by_name(node.id)
         if isinstance(node, ast.Attribute):
             return self._attribute(node, scope)
         if isinstance(node, ast.BinOp):
@@ -392,13 +447,14 @@ class FileAnalyzer:
         if dt is not None and dt is not DType.OTHER:
             return Val(Kind.DTYPE, dtype=dt)
         if self._is_self(node.value) and scope.cls is not None:
-            return self.class_attrs.get(scope.cls, {}).get(node.attr)
+            known = self.class_attrs.get(scope.cls, {}).get(node.attr)
+            return known if known is not None else _by_name(node.attr)
         if node.attr in pat.PEER_PTR_ATTRS:
             self.eval(node.value, scope)
             return ADDR_SEQ
         recv = self.eval(node.value, scope)
         if recv is None:
-            return None
+            return _by_name(node.attr)
         if recv.kind is Kind.DEVPTR and node.attr in ("addr", "signed"):
             return Val(Kind.ADDR, checked=DType.U64 if node.attr == "addr" else DType.I64)
         if is_arrayish(recv):
@@ -587,6 +643,10 @@ class FileAnalyzer:
         if found is not None:
             return found
         dt = self._dtype_of(pat.kwarg(node, "dtype"), scope)
+        if vals and vals[0] is not None and vals[0].kind is Kind.ADDR_SEQ and dt is not None:
+            # a project helper that builds a table from a list (async_tensor_h2d(ptrs, dtype=..))
+            self._emit(node, table_verdict(vals[0], dt, name))
+            return Val(Kind.ADDR_ARRAY, dtype=dt)
         if dt is not None and dt is not DType.OTHER:
             return Val(Kind.ARRAY, dtype=dt)
         return None
@@ -630,6 +690,10 @@ class FileAnalyzer:
         dt = DType.I64 if name == "torch.LongTensor" else self._dtype_of(dtype_node, scope)
         if data is not None and data.kind is Kind.ADDR_ARRAY:
             return Val(Kind.ADDR_ARRAY, lib=lib, dtype=dt or data.dtype)
+        if (data is None or data.kind is Kind.PLAIN_LIST) and data_node is not None:
+            data_name = None if isinstance(data_node, ast.Call) else pat.last_name(data_node)
+            if data_name is not None and pat.ADDRESS_LIST_NAME_RE.search(data_name):
+                data = ADDR_SEQ_BY_NAME  # a list named for addresses (peer IPC addresses)
         if is_arrayish(data) and dt is None:
             assert data is not None
             dt = data.dtype
@@ -704,7 +768,22 @@ class FileAnalyzer:
 _NO_VALUE: Final[Val | None] = None
 
 
-def analyze(tree: ast.Module, path: str) -> list[Finding]:
+def _holds_addr(v: Val | None) -> bool:
+    return v is not None and (
+        v.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC) or (carries_address(v) and not v.by_name)
+    )
+
+
+def _by_name(name: str) -> Val | None:
+    """An otherwise unknown name that says it holds an address (``base_addr``, ``src_ptr``)."""
+    if pat.ADDRESS_SCALAR_NAME_RE.search(name):
+        return ADDR_BY_NAME
+    if pat.ADDRESS_LIST_NAME_RE.search(name):
+        return ADDR_SEQ_BY_NAME
+    return None
+
+
+def analyze(tree: ast.Module, path: str, source: str | None = None) -> list[Finding]:
     """Run the checker on a parsed module.
 
     Parameters
@@ -713,13 +792,15 @@ def analyze(tree: ast.Module, path: str) -> list[Finding]:
         The module.
     path
         The path to put into findings.
+    source
+        The module's text; lets the report pass skip functions with nothing address-like.
 
     Returns
     -------
     list of Finding
         Sorted by position, before suppressions and rule selection.
     """
-    return FileAnalyzer(tree, path).run()
+    return FileAnalyzer(tree, path, source).run()
 
 
 __all__ = ["FileAnalyzer", "analyze"]

@@ -242,6 +242,14 @@ def ctypes_twos(node: ast.Call) -> bool:
     return name in ("ctypes.c_int64", "c_int64", "ctypes.c_longlong", "c_longlong")
 
 
+ADDRESS_SCALAR_NAME_RE: Final = re.compile(
+    r"(^|_)(ptr|addr|address|base_addr|base_ptr)$", re.IGNORECASE
+)
+"""Names of scalars that hold an address by convention (``src_ptr``, ``base_addr``)."""
+
+ADDRESS_LIST_NAME_RE: Final = re.compile(r"(^|_)(ptrs|addrs|addresses|pointers)$", re.IGNORECASE)
+"""Names of lists of addresses (``peer_ptrs``, ``addr_bases`` is not one)."""
+
 ADDRESS_NAME_RE: Final = re.compile(r"ptr|addr|address|pointer", re.IGNORECASE)
 
 
@@ -264,6 +272,31 @@ def is_platform_test(node: ast.AST) -> bool:
         if text is not None and PLATFORM_RE.search(text):
             return True
     return False
+
+
+FUNCTION_TRIGGER: Final = re.compile(
+    r"data_ptr|uint64|_ptrs?\b|\bptrs?\b|addr|address|<<\s*6[34]|\*\*\s*6[34]|c_int64|"
+    r"c_longlong|struct\.|DevicePtr",
+    re.IGNORECASE,
+)
+"""Text a function body needs before the report pass walks it."""
+
+DEVICE_DECORATORS: Final = frozenset(
+    {"jit", "autotune", "heuristics", "kernel", "triton.jit", "triton.autotune",
+     "triton.heuristics", "cute.kernel", "cute.jit", "tl.core.builtin"}
+)
+"""Decorators of device code (Triton, CuTe): function bodies the checker skips."""
+
+
+def is_device_decorator(node: ast.expr) -> bool:
+    """``@triton.jit``, ``@triton.autotune(...)``, ``@cute.kernel``..."""
+    target = node.func if isinstance(node, ast.Call) else node
+    name = dotted(target)
+    if name is None:
+        return False
+    return name in DEVICE_DECORATORS or name.rpartition(".")[2] in ("jit", "kernel") and (
+        name.startswith(("triton", "cute", "tl"))
+    )
 
 
 def call_name(node: ast.Call) -> str | None:

@@ -26,7 +26,7 @@ def _describe(cont: Val | None) -> str:
     }[cont.dtype]
     lib = {Lib.TORCH: "torch tensor", Lib.NUMPY: "numpy array", None: "table"}[cont.lib]
     text = f"{dtype}{lib}"
-    return f"an {text}" if text[0] in "aeiou" else f"a {text}"
+    return f"an {text}" if text.startswith(("int", "a", "e", "o")) else f"a {text}"
 
 
 def carries_address(value: Val | None) -> bool:
@@ -40,13 +40,19 @@ def carries_address(value: Val | None) -> bool:
     return False
 
 
-def looks_like_table(target: ast.Subscript) -> bool:
-    """For containers of unknown type: a slice index or an address-table name."""
+def _is_slice(target: ast.Subscript | None) -> bool:
+    if target is None:
+        return False
     if isinstance(target.slice, ast.Slice):
         return True
-    if isinstance(target.slice, ast.Tuple) and any(
+    return isinstance(target.slice, ast.Tuple) and any(
         isinstance(e, ast.Slice) for e in target.slice.elts
-    ):
+    )
+
+
+def looks_like_table(target: ast.Subscript) -> bool:
+    """For containers of unknown type: a slice index or an address-table name."""
+    if _is_slice(target):
         return True
     if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
         return False  # a string key: a dict
@@ -65,6 +71,10 @@ def store_verdict(cont: Val | None, value: Val | None, target: ast.Subscript | N
         return None
     if cont is None and (target is None or not looks_like_table(target)):
         return None
+    if cont is None and value.by_name:
+        return None  # two guesses (container and value both known only by name) are too weak
+    if cont is None and value.kind is Kind.ADDR_SEQ and not _is_slice(target):
+        return None  # a whole list stored under one key: a dict of lists, not a table row
     what = _describe(cont)
     if value.checked is not None and value.kind is not Kind.ADDR_ARRAY and cont is not None:
         if cont.dtype is value.checked and (cont.lib is Lib.NUMPY or value.checked is DType.I64):

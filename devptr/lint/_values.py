@@ -91,6 +91,8 @@ class Val:
     dtype: DType | None = None
     np_scalar: bool = False
     items: tuple[Val | None, ...] = ()
+    by_name: bool = False
+    """An address only because its name says so (``base_addr``, ``src_ptrs``)."""
     checked: DType | None = None
     """For addresses from a DevicePtr: ``U64`` for ``.addr``, ``I64`` for ``.signed``."""
 

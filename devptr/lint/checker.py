@@ -63,7 +63,7 @@ def check_source(source: str, path: str = "<string>", rules: frozenset[Rule] | N
         When *source* does not parse.
     """
     tree = ast.parse(source, filename=path)
-    found = analyze(tree, path)
+    found = analyze(tree, path, source)
     table = suppressions(source)
     keep = rules if rules is not None else frozenset(Rule)
     return [
