@@ -37,12 +37,12 @@ def _memmove_kind(src, dst, size):
 
 
 @triton.jit
-def _copy_wide(src, dst, size, g, G, CHUNK: tl.constexpr):
+def _copy_wide(src, dst, size, g, split, CHUNK: tl.constexpr):
     """Copy ``size`` bytes between disjoint ranges with ``src % 16 == dst % 16``.
 
     Bytes before the first 16-byte boundary of ``dst`` and after the last one go through a
     16-lane byte copy (program ``g == 0``); the body moves in 16-byte accesses, ``CHUNK``
-    bytes per step, steps dealt round-robin to the ``G`` programs of the segment.
+    bytes per step, steps dealt round-robin to the ``split`` programs of the segment.
     """
     head = tl.minimum(((16 - (dst & 15)) & 15).to(tl.int64), size)
     body = ((size - head) // 16) * 16
@@ -61,10 +61,10 @@ def _copy_wide(src, dst, size, g, G, CHUNK: tl.constexpr):
     n_el = body // 8
     full = n_el // ELEMS
     offs = tl.arange(0, ELEMS)
-    for c in range(g, full, G):
+    for c in range(g, full, split):
         o = c * ELEMS + offs
         tl.store(dp + o, tl.load(sp + o))
-    rest_owner = full % G
+    rest_owner = full % split
     if (n_el > full * ELEMS) & (g == rest_owner):
         o = full * ELEMS + offs
         m = o < tl.multiple_of(n_el, 2)
@@ -72,17 +72,17 @@ def _copy_wide(src, dst, size, g, G, CHUNK: tl.constexpr):
 
 
 @triton.jit
-def _copy_bytes(src, dst, size, g, G, CHUNK: tl.constexpr):
+def _copy_bytes(src, dst, size, g, split, CHUNK: tl.constexpr):
     """Copy ``size`` bytes between disjoint ranges of any alignment, one byte per lane."""
     sp = src.to(tl.pointer_type(tl.uint8))
     dp = dst.to(tl.pointer_type(tl.uint8))
     n = size
     full = n // CHUNK
     offs = tl.arange(0, CHUNK)
-    for c in range(g, full, G):
+    for c in range(g, full, split):
         o = c * CHUNK + offs
         tl.store(dp + o, tl.load(sp + o))
-    if (n > full * CHUNK) & (g == full % G):
+    if (n > full * CHUNK) & (g == full % split):
         o = full * CHUNK + offs
         m = o < n
         tl.store(dp + o, tl.load(sp + o, mask=m), mask=m)
@@ -143,20 +143,20 @@ def _move(src, dst, size, FORWARD: tl.constexpr, CHUNK: tl.constexpr, BYTE_CHUNK
 
 
 @triton.jit
-def _copy_segment(src, dst, size, g, G, CHUNK: tl.constexpr, BYTE_CHUNK: tl.constexpr):
-    """Copy one segment with memmove semantics; program ``g`` of ``G`` takes its share.
+def _copy_segment(src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.constexpr):
+    """Copy one segment with memmove semantics; program ``g`` of ``split`` takes its share.
 
     ``src``/``dst``: uint64 addresses; ``size``: non-negative int64 byte count. Disjoint
-    ranges split over the ``G`` programs (16-byte accesses when ``src`` and ``dst`` share
+    ranges are shared by the ``split`` programs (16-byte accesses when ``src`` and ``dst`` share
     their offset modulo 16, bytes otherwise); overlapping ranges go to program 0 alone
     (:func:`_move`).
     """
     kind = _memmove_kind(src, dst, size)
     if kind == 1:
         if ((src ^ dst) & 15) == 0:
-            _copy_wide(src, dst, size, g, G, CHUNK)
+            _copy_wide(src, dst, size, g, split, CHUNK)
         else:
-            _copy_bytes(src, dst, size, g, G, BYTE_CHUNK)
+            _copy_bytes(src, dst, size, g, split, BYTE_CHUNK)
     elif kind == 2:
         if g == 0:
             _move(src, dst, size, True, CHUNK, BYTE_CHUNK)
@@ -184,11 +184,11 @@ def _batch_memcpy_kernel(
     src_stride,
     dst_stride,
     size_stride,
-    G,
+    split,
     CHUNK: tl.constexpr,
     BYTE_CHUNK: tl.constexpr,
 ):
-    """Grid ``(n, G)``: program ``(i, g)`` copies its share of segment ``i``.
+    """Grid ``(n, split)``: program ``(i, g)`` copies its share of segment ``i``.
 
     Tables: ``src_ptrs``/``dst_ptrs`` int64 or uint64 addresses (bitcast to uint64),
     ``sizes_ptr`` int32/int64/uint64 byte counts (negative counts copy nothing).
@@ -198,4 +198,4 @@ def _batch_memcpy_kernel(
     src = tl.load(src_ptrs + i * src_stride).to(tl.uint64, bitcast=True)
     dst = tl.load(dst_ptrs + i * dst_stride).to(tl.uint64, bitcast=True)
     size = tl.maximum(tl.load(sizes_ptr + i * size_stride).to(tl.int64), 0)
-    _copy_segment(src, dst, size, g, G, CHUNK, BYTE_CHUNK)
+    _copy_segment(src, dst, size, g, split, CHUNK, BYTE_CHUNK)
