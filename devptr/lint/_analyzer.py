@@ -34,6 +34,8 @@ from devptr.lint._values import (
 from devptr.lint.rules import Rule
 
 ADDR_BY_NAME: Final = Val(Kind.ADDR, by_name=True)
+CHECKED_U64: Final = Val(Kind.ADDR, checked=DType.U64)
+CHECKED_I64: Final = Val(Kind.ADDR, checked=DType.I64)
 ADDR_SEQ_BY_NAME: Final = Val(Kind.ADDR_SEQ, by_name=True)
 _ADDR_OPS: Final = (ast.Add, ast.Sub, ast.BitAnd, ast.BitOr)
 _SUMMARY_ROUNDS: Final = 1
@@ -391,10 +393,7 @@ class FileAnalyzer:
                 self._bind_iter(gen.target, gen.iter, inner)
                 for cond in gen.ifs:
                     self.eval(cond, inner)
-            elt = self.eval(node.elt, inner)
-            if elt is not None and elt.kind is Kind.ADDR and elt.checked is not None:
-                return Val(Kind.ADDR_SEQ, checked=elt.checked)
-            return ADDR_SEQ if carries_address(elt) else None
+            return _seq_of([self.eval(node.elt, inner)])
         if isinstance(node, ast.DictComp):
             inner = scope.child()
             for gen in node.generators:
@@ -405,7 +404,7 @@ class FileAnalyzer:
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             items = tuple(self.eval(e, scope) for e in node.elts)
             if any(carries_address(v) for v in items):
-                return ADDR_SEQ
+                return _seq_of(items)
             if isinstance(node, ast.Tuple):
                 return Val(Kind.TUPLE, items=items)
             return PLAIN_LIST if isinstance(node, ast.List) else None
@@ -454,9 +453,11 @@ class FileAnalyzer:
             return ADDR_SEQ
         recv = self.eval(node.value, scope)
         if recv is None:
+            if node.attr == "addr":
+                return CHECKED_U64  # DevicePtr.addr: devptr's unsigned value
             return _by_name(node.attr)
         if recv.kind is Kind.DEVPTR and node.attr in ("addr", "signed"):
-            return Val(Kind.ADDR, checked=DType.U64 if node.attr == "addr" else DType.I64)
+            return CHECKED_U64 if node.attr == "addr" else CHECKED_I64
         if is_arrayish(recv):
             if node.attr == "np":
                 return Val(recv.kind, lib=Lib.NUMPY, dtype=recv.dtype)
@@ -523,6 +524,8 @@ class FileAnalyzer:
                 return None  # a distance, not an address
             if not isinstance(node.op, _ADDR_OPS):
                 return None  # p % 16, p // page: alignment and sizes
+            if isinstance(node.op, ast.Sub) and not is_addr(left):
+                return None  # limit - p: room left, not an address
             addr = left if is_addr(left) else right
             other = right if addr is left else left
             if addr is not None and addr.np_scalar and self._np_signed_scalar(
@@ -730,7 +733,8 @@ class FileAnalyzer:
                 attr == "extend" and arg is not None and arg.kind is Kind.ADDR_SEQ
             )
             if gained and (recv is None or recv.kind in (Kind.PLAIN_LIST, Kind.ADDR_SEQ)):
-                self._assign(func.value, ADDR_SEQ, None, scope)
+                before = [recv] if recv is not None and recv.kind is Kind.ADDR_SEQ else []
+                self._assign(func.value, _seq_of([*before, arg]), None, scope)
             return _NO_VALUE
         if attr in ("fill_", "fill") and vals and is_addr(vals[0]):
             if recv is not None and is_arrayish(recv):
@@ -766,6 +770,29 @@ class FileAnalyzer:
 
 
 _NO_VALUE: Final[Val | None] = None
+
+
+def _seq_of(items: Iterable[Val | None]) -> Val | None:
+    """The sequence value holding *items*: None without addresses; keeps a shared encoding
+    (all from ``DevicePtr.addr``) and whether every address is only known by name."""
+    found: list[Val] = []
+    for v in items:
+        if v is None:
+            continue
+        if v.kind is Kind.TUPLE:
+            inner = _seq_of(v.items)
+            if inner is not None:
+                found.append(inner)
+        elif carries_address(v):
+            found.append(v)
+    if not found:
+        return None
+    checked = {v.checked for v in found}
+    return Val(
+        Kind.ADDR_SEQ,
+        checked=checked.pop() if len(checked) == 1 else None,
+        by_name=all(v.by_name for v in found),
+    )
 
 
 def _holds_addr(v: Val | None) -> bool:

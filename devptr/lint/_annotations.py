@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from devptr.lint._patterns import dotted, literal_dtype
-from devptr.lint._values import MAPPING, DType, Kind, Lib, Val
+from devptr.lint._values import DEVPTR, MAPPING, DType, Kind, Lib, Val
 
 _MAPPINGS = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "defaultdict", "OrderedDict"})
 _OPTIONAL = frozenset({"Optional", "Final", "ClassVar", "Annotated"})
@@ -56,4 +56,6 @@ def annotation_val(node: ast.expr | None) -> Val | None:
         return Val(Kind.ARRAY, lib=Lib.TORCH, dtype=dtype)
     if base in _MAPPINGS:
         return MAPPING
+    if base == "DevicePtr":
+        return DEVPTR
     return None

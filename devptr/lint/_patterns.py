@@ -294,9 +294,9 @@ def is_device_decorator(node: ast.expr) -> bool:
     name = dotted(target)
     if name is None:
         return False
-    return name in DEVICE_DECORATORS or name.rpartition(".")[2] in ("jit", "kernel") and (
-        name.startswith(("triton", "cute", "tl"))
-    )
+    if name in DEVICE_DECORATORS:
+        return True
+    return name.rpartition(".")[2] in ("jit", "kernel") and name.startswith(("triton", "cute"))
 
 
 def call_name(node: ast.Call) -> str | None:

@@ -71,6 +71,8 @@ def store_verdict(cont: Val | None, value: Val | None, target: ast.Subscript | N
         return None
     if cont is None and (target is None or not looks_like_table(target)):
         return None
+    if cont is None and value.checked is not None:
+        return None  # a DevicePtr's encoded value into a container of unknown dtype
     if cont is None and value.by_name:
         return None  # two guesses (container and value both known only by name) are too weak
     if cont is None and value.kind is Kind.ADDR_SEQ and not _is_slice(target):

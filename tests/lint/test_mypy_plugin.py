@@ -30,8 +30,9 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple
         "[mypy-devptr.*]\n"
         "follow_imports = silent\n"
     )
+    cache = REPO / ".mypy_cache" / "devptr-lint-tests"
     stdout, stderr, _status = mypy_api.run(
-        ["--config-file", str(config), "--cache-dir", str(REPO / ".mypy_cache" / "devptr-lint-tests"), "--no-error-summary",
+        ["--config-file", str(config), "--cache-dir", str(cache), "--no-error-summary",
          "--hide-error-context", "--show-error-codes", *map(str, fixture_files())]
     )
     assert not stderr, stderr
