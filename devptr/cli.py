@@ -29,6 +29,11 @@ from devptr.lint.command import check_command  # noqa: E402 - light: typer + std
 
 app.command("check")(check_command)
 
+from devptr.migrate.command import migrate_command  # noqa: E402 - typer only; libcst lazily
+
+app.command("migrate")(migrate_command)
+
+
 def main() -> None:
     """Console entry point."""
     app()

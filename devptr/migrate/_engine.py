@@ -1,0 +1,145 @@
+"""Run the rule codemods over one source text or one file.
+
+The codemods run in a fixed order, each on the output of the one before:
+DP005 (dtype branches), DP002 (tables), DP003 (arithmetic), DP001 (stores, which may
+consume DP003's ``devptr.addresses`` results) and DP004 last (two's-complement spellings
+not already absorbed by a store, then removal of helpers left unused).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+import attrs
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from devptr.lint.rules import Rule
+from devptr.migrate._base import STATS_KEY, MigrateStats, RuleCodemod
+from devptr.migrate.dp001_store import StoreCodemod
+from devptr.migrate.dp002_table import TableCodemod
+from devptr.migrate.dp003_arith import ArithmeticCodemod
+from devptr.migrate.dp004_twos import TwosComplementCodemod
+from devptr.migrate.dp005_dtype import PlatformDtypeCodemod
+
+CODEMODS: Final[dict[Rule, type[RuleCodemod]]] = {
+    Rule.DP005: PlatformDtypeCodemod,
+    Rule.DP002: TableCodemod,
+    Rule.DP003: ArithmeticCodemod,
+    Rule.DP001: StoreCodemod,
+    Rule.DP004: TwosComplementCodemod,
+}
+"""Every rule's codemod, in the order they run."""
+
+TRIGGERS: Final[dict[Rule, tuple[re.Pattern[str], ...]]] = {
+    Rule.DP001: (re.compile(r"data_ptr|DevicePtr"),),
+    Rule.DP002: (re.compile(r"data_ptr"),),
+    Rule.DP003: (re.compile(r"data_ptr"),),
+    Rule.DP004: (
+        re.compile(
+            r"(<<|\*\*)\s*6[34]\b|c_int64|c_longlong|0x(7fff|8000|1_?0000)[0-9a-f_]{12,}"
+            r"|9_?223_?372_?036_?854_?775_?80[78]|18_?446_?744_?073_?709_?551_?61[56]",
+            re.IGNORECASE,
+        ),
+    ),
+    Rule.DP005: (re.compile(r"uint64"), re.compile(r"xpu", re.IGNORECASE)),
+}
+"""Text a module must match (every pattern of the tuple) for a rule to look at it.
+
+Every site a rule rewrites or flags contains these, so a module without them is skipped
+for that rule without parsing: most files of a large tree.
+"""
+
+
+def rules_for(code: str, selected: Iterable[Rule]) -> list[Rule]:
+    """The selected rules, in run order, whose trigger text occurs in ``code``."""
+    wanted = set(selected)
+    return [
+        rule
+        for rule in CODEMODS
+        if rule in wanted and all(t.search(code) for t in TRIGGERS[rule])
+    ]
+
+
+@attrs.frozen
+class Outcome:
+    """What migrating one source did. ``new`` equals ``old`` when nothing changed."""
+
+    path: str
+    old: str
+    new: str
+    rewrites: dict[Rule, int]
+    todos: dict[Rule, int]
+    warnings: tuple[str, ...]
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        """True when the migrated text differs from the input."""
+        return self.error is None and self.new != self.old
+
+    def diff(self) -> str:
+        """A unified diff of the change (empty when nothing changed)."""
+        if not self.changed:
+            return ""
+        return "".join(
+            difflib.unified_diff(
+                self.old.splitlines(keepends=True),
+                self.new.splitlines(keepends=True),
+                fromfile=f"a/{self.path}",
+                tofile=f"b/{self.path}",
+            )
+        )
+
+
+def migrate_source(
+    code: str, *, rules: Iterable[Rule] | None = None, filename: str = "<string>"
+) -> Outcome:
+    """Migrate one module's source text with the selected rules (all by default).
+
+    Raises
+    ------
+    libcst.ParserSyntaxError
+        When ``code`` does not parse.
+    """
+    active = rules_for(code, CODEMODS if rules is None else rules)
+    stats = MigrateStats()
+    warnings: list[str] = []
+    if not active:
+        return Outcome(filename, code, code, {}, {}, ())
+    module = cst.parse_module(code)
+    for rule in active:
+        codemod = CODEMODS[rule]
+        context = CodemodContext(filename=filename, scratch={STATS_KEY: stats})
+        module = codemod(context).transform_module(module)
+        warnings.extend(context.warnings)
+    return Outcome(
+        path=filename,
+        old=code,
+        new=module.code,
+        rewrites=dict(stats.rewrites),
+        todos=dict(stats.todos),
+        warnings=tuple(warnings),
+    )
+
+
+def migrate_file(path: Path, rules: frozenset[Rule], display: str) -> Outcome:
+    """Migrate one file's text (without writing it). Errors are returned, not raised."""
+    start = time.perf_counter()
+    try:
+        code = path.read_bytes().decode("utf-8")  # keeps \r\n line ends as they are
+    except (OSError, UnicodeDecodeError) as exc:
+        return Outcome(display, "", "", {}, {}, (), error=f"read failed: {exc}")
+    try:
+        outcome = migrate_source(code, rules=rules, filename=display)
+    except cst.ParserSyntaxError as exc:
+        return Outcome(display, code, code, {}, {}, (), error=f"parse failed: {exc.message}")
+    except Exception as exc:  # a codemod bug must not stop a whole tree
+        return Outcome(display, code, code, {}, {}, (), error=f"{type(exc).__name__}: {exc}")
+    return attrs.evolve(outcome, seconds=time.perf_counter() - start)

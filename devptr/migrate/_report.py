@@ -1,0 +1,91 @@
+"""The terminal side of ``devptr migrate``: progress bar, warnings, diffs, summary table.
+
+Diffs go to stdout (so ``devptr migrate --diff src > change.patch`` works); the progress
+bar, warnings and the summary table go to stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from devptr.lint.rules import RULES, Rule
+from devptr.migrate._runner import Summary, collect_files, iter_outcomes, parse_select
+
+
+def summary_table(summary: Summary, *, wrote: bool) -> Table:
+    """The closing table: files scanned/changed, per-rule rewrites and TODOs, failures."""
+    table = Table(title="devptr migrate", show_footer=True)
+    table.add_column("rule", footer="total")
+    table.add_column("name")
+    table.add_column("rewritten", justify="right", footer=str(sum(summary.rewrites.values())))
+    table.add_column("TODOs", justify="right", footer=str(sum(summary.todos.values())))
+    for rule in Rule:
+        table.add_row(
+            rule.value, RULES[rule].name, str(summary.rewrites[rule]), str(summary.todos[rule])
+        )
+    verb = "changed" if wrote else "would change"
+    table.caption = (
+        f"{summary.scanned} files scanned, {summary.changed} {verb}, "
+        f"{len(summary.failures)} failed"
+    )
+    return table
+
+
+def run(
+    paths: Sequence[Path],
+    *,
+    diff: bool = False,
+    check: bool = False,
+    select: str | None = None,
+    jobs: int = 1,
+    err: Console | None = None,
+) -> int:
+    """Migrate ``paths`` and report; returns the exit status (see ``command.py``)."""
+    err = err or Console(stderr=True)
+    try:
+        rules = parse_select(select)
+    except ValueError as exc:
+        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        return 2
+    write = not (diff or check)
+    files = collect_files(paths)
+    summary = Summary()
+    progress = Progress(
+        TextColumn("migrating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("files", total=len(files))
+        for path, outcome in zip(files, iter_outcomes(files, rules, jobs), strict=True):
+            summary.add(outcome)
+            progress.advance(task)
+            for line in outcome.warnings:
+                progress.console.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)
+            if outcome.error is not None:
+                progress.console.print(
+                    f"error: {outcome.path}: {outcome.error}", markup=False, highlight=False
+                )
+            if not outcome.changed:
+                continue
+            if diff:
+                sys.stdout.write(outcome.diff())
+                sys.stdout.flush()
+            if write:
+                path.write_bytes(outcome.new.encode("utf-8"))
+    err.print(summary_table(summary, wrote=write))
+    if summary.failures:
+        return 2
+    if not write and summary.changed:
+        return 1
+    return 0
+

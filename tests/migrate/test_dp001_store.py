@@ -1,0 +1,144 @@
+# ruff: noqa: E501 - expected outputs hold the long lines and TODO comments the codemod writes
+"""DP001: before/after pairs, no-ops and TODOs for the store codemod."""
+
+from __future__ import annotations
+
+from libcst.codemod import CodemodTest
+
+from devptr.migrate import StoreCodemod
+
+
+class TestStoreRewrites(CodemodTest):
+    TRANSFORM = StoreCodemod
+
+    def test_scalar_store_into_numpy_alias(self) -> None:
+        before = """
+            import numpy as np
+
+            def collect(bufs, state, offset):
+                dst_np = bufs.dst_ptrs.np
+                dst_np[offset] = state[3].data_ptr()  # keep me
+        """
+        after = """
+            import numpy as np
+            import devptr
+
+            def collect(bufs, state, offset):
+                dst_np = bufs.dst_ptrs.np
+                devptr.store(dst_np, offset, devptr.DevicePtr.of(state[3]))  # keep me
+        """
+        self.assertCodemod(before, after)
+
+    def test_store_through_private_helper_into_annotated_field(self) -> None:
+        before = """
+            import torch
+
+            def _reinterpret_u64_as_i64(value: int) -> int:
+                return value if value < (1 << 63) else value - (1 << 64)
+
+            class Ctx:
+                state_base_addrs: torch.Tensor
+
+                def init(self, tables):
+                    for i, bt in enumerate(tables):
+                        self.state_base_addrs[i] = _reinterpret_u64_as_i64(
+                            bt.data_ptr()
+                        )
+        """
+        after = """
+            import torch
+            import devptr
+
+            def _reinterpret_u64_as_i64(value: int) -> int:
+                return value if value < (1 << 63) else value - (1 << 64)
+
+            class Ctx:
+                state_base_addrs: torch.Tensor
+
+                def init(self, tables):
+                    for i, bt in enumerate(tables):
+                        devptr.store(self.state_base_addrs, i, devptr.DevicePtr.of(bt))
+        """
+        self.assertCodemod(before, after)
+
+    def test_offset_and_null_placeholder(self) -> None:
+        before = """
+            import torch
+
+            ptrs = torch.zeros(4, dtype=torch.uint64)
+            ptrs[0] = buf.data_ptr() + 64
+            ptrs[1] = 0 if mask is None else mask.data_ptr()
+        """
+        after = """
+            import torch
+            import devptr
+
+            ptrs = torch.zeros(4, dtype=torch.uint64)
+            devptr.store(ptrs, 0, devptr.DevicePtr.of(buf, offset=64))
+            devptr.store(ptrs, 1, devptr.DevicePtr.NULL if mask is None else devptr.DevicePtr.of(mask))
+        """
+        self.assertCodemod(before, after)
+
+    def test_slice_store_of_comprehension(self) -> None:
+        before = """
+            import numpy as np
+
+            table = np.zeros(8, dtype=np.int64)
+            table[2:4] = [t.data_ptr() for t in pair]
+        """
+        after = """
+            import numpy as np
+            import devptr
+
+            table = np.zeros(8, dtype=np.int64)
+            devptr.store(table, slice(2, 4), [devptr.DevicePtr.of(t) for t in pair])
+        """
+        self.assertCodemod(before, after)
+
+    def test_noop_on_lists_dicts_and_non_addresses(self) -> None:
+        code = """
+            import torch
+
+            addresses = {}
+            ptrs = []
+            sizes = torch.zeros(4, dtype=torch.int64)
+
+            def f(cache, name, i, spec):
+                addresses[name] = cache.data_ptr()
+                ptrs[i] = cache.data_ptr()
+                sizes[i] = spec.num_elements * cache.element_size()
+                cached = (cache.data_ptr(), spec)
+        """
+        self.assertCodemod(code, code)
+
+    def test_unknown_container_gets_todo(self) -> None:
+        before = """
+            def fill(buf, t):
+                buf[0] = t.data_ptr()
+        """
+        after = """
+            def fill(buf, t):
+                # TODO[devptr]: DP001 raw address stored into a container of unknown type; if it is an int64 or uint64 tensor/array, use devptr.store(container, index, DevicePtr.of(t))
+                buf[0] = t.data_ptr()
+        """
+        self.assertCodemod(
+            before,
+            after,
+            expected_warnings=[
+                "<string>:2:5: DP001 raw address stored into a container of unknown type; if "
+                "it is an int64 or uint64 tensor/array, use devptr.store(container, index, "
+                "DevicePtr.of(t))"
+            ],
+        )
+
+    def test_slice_store_of_arithmetic_gets_todo(self) -> None:
+        before = """
+            def fill(descriptors, source, blocks, stride):
+                descriptors.src_np[0:4] = source.data_ptr() + blocks * stride
+        """
+        after = """
+            def fill(descriptors, source, blocks, stride):
+                # TODO[devptr]: DP001 address expression stored into a container; compute it with devptr.DevicePtr / devptr.addresses and write it with devptr.store
+                descriptors.src_np[0:4] = source.data_ptr() + blocks * stride
+        """
+        self.assertCodemod(before, after)

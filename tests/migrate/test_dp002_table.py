@@ -1,0 +1,117 @@
+# ruff: noqa: E501 - expected outputs hold the long lines and TODO comments the codemod writes
+"""DP002: before/after pairs, no-ops and TODOs for the table codemod."""
+
+from __future__ import annotations
+
+from libcst.codemod import CodemodTest
+
+from devptr.migrate import TableCodemod
+
+
+class TestTableRewrites(CodemodTest):
+    TRANSFORM = TableCodemod
+
+    def test_int64_comprehension_keeps_int64(self) -> None:
+        before = """
+            import torch
+
+            def _base_addrs(tensors, device):
+                return torch.tensor(
+                    [tensor.data_ptr() for tensor in tensors],
+                    dtype=torch.int64,
+                    device=device,
+                )
+        """
+        after = """
+            import torch
+            import devptr
+
+            def _base_addrs(tensors, device):
+                return devptr.ptr_tensor(tensors, encoding=devptr.Encoding.I64, device=device)
+        """
+        self.assertCodemod(before, after)
+
+    def test_uint64_literal_list_keeps_uint64(self) -> None:
+        before = """
+            import torch
+
+            srcs = torch.tensor([src.data_ptr()], dtype=torch.uint64, device=device)
+        """
+        after = """
+            import torch
+            import devptr
+
+            srcs = devptr.ptr_tensor([src], encoding=devptr.Encoding.U64, device=device)
+        """
+        self.assertCodemod(before, after)
+
+    def test_projection_in_comprehension_and_no_dtype(self) -> None:
+        before = """
+            import torch
+
+            ptrs = torch.tensor([cl.kv_cache.data_ptr() for cl in layers])
+            more = torch.tensor([a.data_ptr(), b.data_ptr() + 8], dtype=torch.long)
+        """
+        after = """
+            import torch
+            import devptr
+
+            ptrs = devptr.ptr_tensor([cl.kv_cache for cl in layers], encoding=devptr.Encoding.I64)
+            more = devptr.ptr_tensor([devptr.DevicePtr.of(a), devptr.DevicePtr.of(b, offset=8)], encoding=devptr.Encoding.I64)
+        """
+        self.assertCodemod(before, after)
+
+    def test_noop_without_addresses(self) -> None:
+        code = """
+            import torch
+
+            strides = torch.tensor([t.stride(0) for t in ts], dtype=torch.int64)
+            key = tuple(w.data_ptr() for w in weights)
+            layout = torch.tensor([0, comm_size], dtype=torch.int64, device="cuda")
+        """
+        self.assertCodemod(code, code)
+
+    def test_mixed_list_variable_gets_todo(self) -> None:
+        before = """
+            import torch
+
+            def build(n, peers, flag):
+                ptrs = [0] * n
+                ptrs += peers
+                ptrs.append(flag.data_ptr())
+                return torch.tensor(ptrs, dtype=torch.int64, device="cuda")
+        """
+        after = """
+            import torch
+
+            def build(n, peers, flag):
+                ptrs = [0] * n
+                ptrs += peers
+                ptrs.append(flag.data_ptr())
+                # TODO[devptr]: DP002 table built from a list variable holding addresses; collect tensors or DevicePtrs and call devptr.ptr_tensor
+                return torch.tensor(ptrs, dtype=torch.int64, device="cuda")
+        """
+        self.assertCodemod(before, after)
+
+    def test_two_dimensional_and_odd_dtype_get_todo(self) -> None:
+        before = """
+            import torch
+
+            peer = torch.tensor(
+                [[v[u].data_ptr() for v in views] for u in range(2)],
+                dtype=torch.int64,
+            )
+            odd = torch.tensor([t.data_ptr() for t in ts], dtype=_PTR_DTYPE)
+        """
+        after = """
+            import torch
+
+            # TODO[devptr]: DP002 table mixes addresses with other values or is not 1-D; build the pointer column with devptr.ptr_tensor / a PtrBuffer record
+            peer = torch.tensor(
+                [[v[u].data_ptr() for v in views] for u in range(2)],
+                dtype=torch.int64,
+            )
+            # TODO[devptr]: DP002 pointer table with a dtype or argument devptr cannot map; use devptr.ptr_tensor(..., encoding=...)
+            odd = torch.tensor([t.data_ptr() for t in ts], dtype=_PTR_DTYPE)
+        """
+        self.assertCodemod(before, after)

@@ -1,0 +1,94 @@
+# ruff: noqa: E501 - expected outputs hold the long lines and TODO comments the codemod writes
+"""DP003: before/after pairs, no-ops and TODOs for the arithmetic codemod."""
+
+from __future__ import annotations
+
+from libcst.codemod import CodemodTest
+
+from devptr.migrate import ArithmeticCodemod
+
+
+class TestArithmeticRewrites(CodemodTest):
+    TRANSFORM = ArithmeticCodemod
+
+    def test_named_uint64_base(self) -> None:
+        before = """
+            import numpy as np
+
+            def save(bufs, src, slots, block_size):
+                # addresses are added up in uint64
+                src_base = np.uint64(src.view(-1).data_ptr())
+                bufs.add_copies(0, src_base + slots.astype(np.uint64) * np.uint64(block_size))
+        """
+        after = """
+            import devptr
+
+            def save(bufs, src, slots, block_size):
+                # addresses are added up in uint64
+                src_base = devptr.DevicePtr.of(src.view(-1))
+                bufs.add_copies(0, devptr.addresses(src_base, slots, block_size))
+        """
+        self.assertCodemod(before, after)
+
+    def test_inline_int64_form_keeps_numpy_import_in_use(self) -> None:
+        before = """
+            import numpy as np
+
+            def rows(dest, starts, row_bytes):
+                return dest.data_ptr() + np.asarray(starts) * row_bytes
+        """
+        after = """
+            import numpy as np
+            import devptr
+
+            def rows(dest, starts, row_bytes):
+                return devptr.addresses(devptr.DevicePtr.of(dest), np.asarray(starts), row_bytes)
+        """
+        self.assertCodemod(before, after)
+
+    def test_inline_uint64_form_drops_unused_numpy_import(self) -> None:
+        before = """
+            import numpy as np
+
+            def dst(buf, slots, block):
+                return np.uint64(buf.data_ptr()) + slots.astype(np.uint64) * np.uint64(block)
+        """
+        after = """
+            import devptr
+
+            def dst(buf, slots, block):
+                return devptr.addresses(devptr.DevicePtr.of(buf), slots, block)
+        """
+        self.assertCodemod(before, after)
+
+    def test_noop_on_scalar_arithmetic(self) -> None:
+        code = """
+            import numpy as np
+
+            def f(cache, i, seg, src_base, first_blocks, block_size):
+                a = cache.data_ptr() + i * seg
+                b = src_base + first_blocks * block_size
+                c = np.uint64(7) + np.uint64(1)
+                return a, b, c
+        """
+        self.assertCodemod(code, code)
+
+    def test_base_with_other_uses_gets_todo(self) -> None:
+        before = """
+            import numpy as np
+
+            def f(t, slots, s):
+                base = np.uint64(t.data_ptr())
+                log(base)
+                return base + slots.astype(np.uint64) * np.uint64(s)
+        """
+        after = """
+            import numpy as np
+
+            def f(t, slots, s):
+                # TODO[devptr]: DP003 base holds an address used in array arithmetic and elsewhere; compute the addresses with devptr.addresses(DevicePtr, ...)
+                base = np.uint64(t.data_ptr())
+                log(base)
+                return base + slots.astype(np.uint64) * np.uint64(s)
+        """
+        self.assertCodemod(before, after)

@@ -1,0 +1,92 @@
+# ruff: noqa: E501 - expected outputs hold the long lines and TODO comments the codemod writes
+"""DP004: before/after pairs, no-ops and TODOs for the two's-complement codemod."""
+
+from __future__ import annotations
+
+from libcst.codemod import CodemodTest
+
+from devptr.migrate import TwosComplementCodemod
+
+
+class TestTwosComplementRewrites(CodemodTest):
+    TRANSFORM = TwosComplementCodemod
+
+    def test_nested_helper_calls_rewritten_and_helper_removed(self) -> None:
+        before = """
+            import torch
+
+            def memcpy(dst_ptr: int, src_ptr: int, n: int) -> None:
+                def _to_i64_ptr(ptr: int) -> int:
+                    # custom-op ints are signed
+                    return ptr if ptr < (1 << 63) else ptr - (1 << 64)
+
+                torch.ops._C.memcpy(_to_i64_ptr(dst_ptr), _to_i64_ptr(src_ptr), n)
+        """
+        after = """
+            import torch
+            import devptr
+
+            def memcpy(dst_ptr: int, src_ptr: int, n: int) -> None:
+                torch.ops._C.memcpy(devptr.DevicePtr(dst_ptr).signed, devptr.DevicePtr(src_ptr).signed, n)
+        """
+        self.assertCodemod(before, after)
+
+    def test_inline_spellings(self) -> None:
+        before = """
+            a = p if p < 2**63 else p - 2**64
+            b = (t.data_ptr() - (1 << 64)) if t.data_ptr() >= (1 << 63) else t.data_ptr()
+            c = q - 0x10000000000000000 if q > 0x7FFFFFFFFFFFFFFF else q
+        """
+        after = """
+            import devptr
+
+            a = devptr.DevicePtr(p).signed
+            b = devptr.DevicePtr.of(t).signed
+            c = devptr.DevicePtr(q).signed
+        """
+        self.assertCodemod(before, after)
+
+    def test_module_helper_removed_when_unused(self) -> None:
+        before = """
+            def _reinterpret_u64_as_i64(value: int) -> int:
+                \"\"\"Keep the bits.\"\"\"
+                return value if value < (1 << 63) else value - (1 << 64)
+
+
+            def use(t):
+                return _reinterpret_u64_as_i64(t.data_ptr())
+        """
+        after = """
+            import devptr
+
+
+            def use(t):
+                return devptr.DevicePtr.of(t).signed
+        """
+        self.assertCodemod(before, after)
+
+    def test_noop_on_other_conditionals(self) -> None:
+        code = """
+            a = p if p < 2**32 else p - 2**32
+            b = x if x < (1 << 63) else y - (1 << 64)
+            mask = h & ((1 << 64) - 1)
+        """
+        self.assertCodemod(code, code)
+
+    def test_public_helper_kept_with_todo(self) -> None:
+        before = """
+            def to_signed(v):
+                return v if v < (1 << 63) else v - (1 << 64)
+
+            x = to_signed(addr)
+        """
+        after = """
+            import devptr
+
+            # TODO[devptr]: DP004 public two's-complement helper to_signed kept for importers; replace their calls with devptr.DevicePtr(x).signed
+            def to_signed(v):
+                return v if v < (1 << 63) else v - (1 << 64)
+
+            x = devptr.DevicePtr(addr).signed
+        """
+        self.assertCodemod(before, after)
