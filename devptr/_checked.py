@@ -38,6 +38,12 @@ def extent_of(addr: int) -> tuple[int, int] | None:
     return _extents.get(addr)
 
 
+def extents() -> dict[int, tuple[int, int]]:
+    """A snapshot of every recorded ``addr -> (start, end)`` (a copy, safe to keep)."""
+    with _lock:
+        return dict(_extents)
+
+
 def storage_extent(obj: object) -> tuple[int, int] | None:
     """The unsigned byte range of the storage behind ``obj``, when it can be found."""
     get_storage = getattr(obj, "untyped_storage", None)

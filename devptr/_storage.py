@@ -43,7 +43,7 @@ class Storage:
     ``cols == 0`` means a 1-D table (a :class:`PtrBuffer`). Not thread-safe: one writer.
     """
 
-    __slots__ = ("_event", "device", "host", "mirror", "np", "pinned", "rows")
+    __slots__ = ("_event", "_event_obj", "device", "host", "mirror", "np", "pinned", "rows")
 
     def __init__(
         self,
@@ -61,7 +61,8 @@ class Storage:
         self.np: U64Array = self.host.numpy()
         self.device: torch.device | None = None
         self.mirror: torch.Tensor | None = None
-        self._event: torch.Event | None = None
+        self._event: torch.Event | None = None  # set while an async copy may read the host
+        self._event_obj: torch.Event | None = None  # created once, recorded per copy
         if device is not None:
             try:
                 dev = torch.device(device)
@@ -96,11 +97,13 @@ class Storage:
         asynchronous = non_blocking and self.pinned and dst.device.type != "cpu"
         dst.copy_(src, non_blocking=asynchronous)
         if asynchronous:
-            event_cls = getattr(getattr(torch, dst.device.type, None), "Event", None)
-            if event_cls is None:
-                torch.accelerator.synchronize()
-                return
-            ev = event_cls()
+            ev = self._event_obj
+            if ev is None:
+                event_cls = getattr(getattr(torch, dst.device.type, None), "Event", None)
+                if event_cls is None:
+                    torch.accelerator.synchronize()
+                    return
+                ev = self._event_obj = event_cls()
             ev.record()
             self._event = ev
 

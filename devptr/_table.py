@@ -88,6 +88,11 @@ class PtrTable:
         return self._st.rows
 
     @property
+    def device_type(self) -> torch.device | None:
+        """The device of the mirror, or None for a host-only table."""
+        return self._st.device
+
+    @property
     def columns(self) -> dict[str, Column]:
         """Column names and kinds, in storage order."""
         return dict(self._cols)

@@ -23,8 +23,7 @@ class _Extents:
     """The extents checked mode recorded, searchable by any address inside them."""
 
     def __init__(self) -> None:
-        with _checked._lock:  # core-private: a snapshot of the recorded extents
-            self._exact = dict(_checked._extents)
+        self._exact = _checked.extents()
         spans = sorted(set(self._exact.values()))
         self._starts = [s for s, _ in spans]
         self._spans = spans

@@ -22,7 +22,7 @@ import enum
 import torch
 
 from devptr._encoding import Encoding
-from devptr._errors import CapacityError, DevPtrError, LengthMismatchError, PtrTypeError, describe
+from devptr._errors import CapacityError, LengthMismatchError, PtrTypeError, describe
 from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._memcpy import BYTE_CHUNK, CHUNK, NUM_WARPS
@@ -59,10 +59,9 @@ def _meta_tensor(meta: object) -> torch.Tensor:
     if isinstance(meta, PtrTable):
         if list(meta.columns) != [name for name, _ in STATE_META_COLUMNS]:
             raise PtrTypeError(f"state_meta columns must be {[n for n, _ in STATE_META_COLUMNS]}")
-        try:
-            return meta.device(Encoding.I64)
-        except DevPtrError:  # no device mirror: the host table (CPU interpreter)
+        if meta.device_type is None:  # no device mirror: the host table (CPU interpreter)
             return meta.host(Encoding.I64)
+        return meta.device(Encoding.I64)
     if isinstance(meta, torch.Tensor) and meta.dtype == torch.int64 and meta.dim() == 2:
         if meta.shape[1] != len(StateMeta) or not meta.is_contiguous():
             raise PtrTypeError(f"state_meta must be contiguous [num_states, {len(StateMeta)}] int64")
