@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from devptr.lint import _patterns as pat
@@ -214,7 +214,7 @@ class FileAnalyzer:
             val = annotation_val(arg.annotation)
             if val is not None:
                 inner.env[arg.arg] = val
-        for node in ast.walk(fn):
+        for node in _iter_statements(fn.body):
             if isinstance(node, ast.Assign):
                 targets = [t for t in node.targets if isinstance(t, ast.Attribute | ast.Name)]
                 if targets:
@@ -770,6 +770,20 @@ class FileAnalyzer:
 
 
 _NO_VALUE: Final[Val | None] = None
+
+
+def _iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of *body*, nested blocks included, without descending into expressions."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                yield from _iter_statements(block)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _iter_statements(handler.body)
 
 
 def _seq_of(items: Iterable[Val | None]) -> Val | None:

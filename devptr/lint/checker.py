@@ -1,8 +1,9 @@
 """``devptr check``'s engine: files in, findings out.
 
 No type information is needed: each file is parsed with :mod:`ast` and analyzed on its
-own. Files that cannot contain a finding (no ``data_ptr``, no 64-bit dtype, no 2**63/2**64
-constant) are skipped before parsing, which keeps large trees fast.
+own. Files that cannot contain a finding (no ``data_ptr``, no uint64, no 2**63/2**64
+constant, no address-named list next to a table constructor) are skipped before parsing,
+which keeps large trees fast.
 """
 
 from __future__ import annotations
@@ -22,10 +23,21 @@ from devptr.lint._findings import Finding
 from devptr.lint._suppress import is_suppressed, suppressions
 from devptr.lint.rules import Rule
 
-_TRIGGER: Final = re.compile(
-    r"data_ptr|int64|uint64|\*\*\s*6[34]|<<\s*6[34]|c_longlong|struct\.pack"
+_STRONG_TRIGGER: Final = re.compile(
+    r"data_ptr|buffer_ptrs|signal_pad_ptrs|uint64|\*\*\s*6[34]|<<\s*6[34]|c_int64|c_longlong|"
+    r"struct\.pack|DevicePtr"
 )
-"""Text any finding needs; files without it are not parsed."""
+"""Text that can start a finding by itself (an address source, a 2**64 constant, uint64)."""
+
+_NAME_TRIGGER: Final = re.compile(r"ptrs|addrs|addresses|_addr")
+_TABLE_TRIGGER: Final = re.compile(r"tensor\(|as_tensor\(|asarray\(|array\(|fromiter\(|full\(")
+
+
+def may_have_findings(source: str) -> bool:
+    """Cheap text test run before parsing: False means the file cannot have a finding."""
+    if _STRONG_TRIGGER.search(source):
+        return True
+    return bool(_NAME_TRIGGER.search(source) and _TABLE_TRIGGER.search(source))
 
 
 @attrs.frozen
@@ -79,7 +91,7 @@ def check_file(path: Path, rules: frozenset[Rule] | None = None) -> FileResult:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return FileResult(shown, error=f"cannot read: {exc}")
-    if not _TRIGGER.search(source):
+    if not may_have_findings(source):
         return FileResult(shown)
     try:
         findings = check_source(source, shown, rules)
