@@ -92,8 +92,8 @@ class Outcome:
             difflib.unified_diff(
                 self.old.splitlines(keepends=True),
                 self.new.splitlines(keepends=True),
-                fromfile=f"a/{self.path}",
-                tofile=f"b/{self.path}",
+                fromfile=self.path if self.path.startswith("/") else f"a/{self.path}",
+                tofile=self.path if self.path.startswith("/") else f"b/{self.path}",
             )
         )
 
@@ -139,7 +139,8 @@ def migrate_file(path: Path, rules: frozenset[Rule], display: str) -> Outcome:
     try:
         outcome = migrate_source(code, rules=rules, filename=display)
     except cst.ParserSyntaxError as exc:
-        return Outcome(display, code, code, {}, {}, (), error=f"parse failed: {exc.message}")
+        why = f"parse failed: line {exc.raw_line}: {exc.message.splitlines()[0]}"
+        return Outcome(display, code, code, {}, {}, (), error=why)
     except Exception as exc:  # a codemod bug must not stop a whole tree
         return Outcome(display, code, code, {}, {}, (), error=f"{type(exc).__name__}: {exc}")
     return attrs.evolve(outcome, seconds=time.perf_counter() - start)

@@ -18,6 +18,11 @@ from devptr.lint.rules import RULES, Rule
 from devptr.migrate._runner import Summary, collect_files, iter_outcomes, parse_select
 
 
+def _line(console: Console, text: str) -> None:
+    """One plain line (no markup, no wrapping), so tools can grep ``path:line:col:``."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def summary_table(summary: Summary, *, wrote: bool) -> Table:
     """The closing table: files scanned/changed, per-rule rewrites and TODOs, failures."""
     table = Table(title="devptr migrate", show_footer=True)
@@ -51,7 +56,7 @@ def run(
     try:
         rules = parse_select(select)
     except ValueError as exc:
-        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        _line(err, f"error: {exc}")
         return 2
     write = not (diff or check)
     files = collect_files(paths)
@@ -70,11 +75,9 @@ def run(
             summary.add(outcome)
             progress.advance(task)
             for line in outcome.warnings:
-                progress.console.print(f"warning: {line}", markup=False, highlight=False, soft_wrap=True)
+                _line(progress.console, f"warning: {line}")
             if outcome.error is not None:
-                progress.console.print(
-                    f"error: {outcome.path}: {outcome.error}", markup=False, highlight=False
-                )
+                _line(progress.console, f"error: {outcome.path}: {outcome.error}")
             if not outcome.changed:
                 continue
             if diff:

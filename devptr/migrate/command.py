@@ -32,6 +32,10 @@ def migrate_command(
     Sites that cannot be rewritten safely get a '# TODO[devptr]: DPxxx why' comment and a
     warning line.
     """
-    from devptr.migrate._report import run
+    try:
+        from devptr.migrate._report import run
+    except ImportError as exc:  # libcst is an optional dependency
+        typer.echo(f"devptr migrate needs libcst: pip install 'devptr[migrate]' ({exc})", err=True)
+        raise typer.Exit(2) from exc
 
     raise typer.Exit(run(paths, diff=diff, check=check, select=select, jobs=jobs))

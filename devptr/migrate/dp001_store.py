@@ -17,7 +17,7 @@ from devptr.lint.rules import Rule
 from devptr.migrate._addr import find_helpers, to_device_ptr
 from devptr.migrate._base import RuleCodemod
 from devptr.migrate._bindings import Bindings, Kind
-from devptr.migrate._names import call_name, contains_data_ptr, devptr_call, strip_parens
+from devptr.migrate._names import call_name, contains_data_ptr, devptr_call, dotted, strip_parens
 
 
 class StoreCodemod(RuleCodemod):
@@ -29,6 +29,7 @@ class StoreCodemod(RuleCodemod):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self._helpers = find_helpers(tree)
         self._bindings = Bindings(tree)
+        self._slice_names = _slice_names(tree)
         return super().transform_module_impl(tree)
 
     def leave_Assign(
@@ -46,11 +47,15 @@ class StoreCodemod(RuleCodemod):
                           "use devptr.store on a 1-D view or a PtrBuffer")  # fmt: skip
             return updated_node
         index = target.slice[0].slice
-        if isinstance(index, cst.Index):
+        if isinstance(index, cst.Index) and dotted(index.value) in self._slice_names:
+            # C[sl] = ... with sl = slice(...): a slice store written with a name
+            ptrs = self._slice_values(value)
+            index_expr: cst.BaseExpression = index.value
+        elif isinstance(index, cst.Index):
             if isinstance(strip_parens(value), (cst.Tuple, cst.List, cst.Dict, cst.Set)):
                 return updated_node  # a record, not an integer element
             ptrs = to_device_ptr(value, self._helpers)
-            index_expr: cst.BaseExpression = index.value
+            index_expr = index.value
         elif isinstance(index, cst.Slice):
             ptrs = self._slice_values(value)
             index_expr = _slice_call(index)
@@ -97,6 +102,21 @@ class StoreCodemod(RuleCodemod):
                 return None
             return cst.ListComp(elt=elt, for_in=value.for_in)
         return None
+
+
+def _slice_names(tree: cst.Module) -> frozenset[str]:
+    """Names bound to ``slice(...)`` anywhere in the module."""
+    names: set[str] = set()
+
+    class _Scan(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if call_name(node.value) == "slice":
+                names.update(
+                    n for t in node.targets if (n := dotted(t.target)) is not None
+                )
+
+    tree.visit(_Scan())
+    return frozenset(names)
 
 
 def _slice_call(index: cst.Slice) -> cst.Call:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from libcst.codemod import CodemodTest
+from _migrate_support import TwiceCodemodTest
 
 from devptr.migrate import StoreCodemod
 
 
-class TestStoreRewrites(CodemodTest):
+class TestStoreRewrites(TwiceCodemodTest):
     TRANSFORM = StoreCodemod
 
     def test_scalar_store_into_numpy_alias(self) -> None:
@@ -140,5 +140,27 @@ class TestStoreRewrites(CodemodTest):
             def fill(descriptors, source, blocks, stride):
                 # TODO[devptr]: DP001 address expression stored into a container; compute it with devptr.DevicePtr / devptr.addresses and write it with devptr.store
                 descriptors.src_np[0:4] = source.data_ptr() + blocks * stride
+        """
+        self.assertCodemod(before, after)
+
+    def test_named_slice_of_arithmetic_gets_todo_not_offset_rewrite(self) -> None:
+        before = """
+            import numpy as np
+
+            dst_np = np.zeros(8, dtype=np.uint64)
+
+            def fill(destination, starts, row_bytes):
+                sl = slice(0, 8, 2)
+                dst_np[sl] = destination.data_ptr() + starts * row_bytes
+        """
+        after = """
+            import numpy as np
+
+            dst_np = np.zeros(8, dtype=np.uint64)
+
+            def fill(destination, starts, row_bytes):
+                sl = slice(0, 8, 2)
+                # TODO[devptr]: DP001 address expression stored into a container; compute it with devptr.DevicePtr / devptr.addresses and write it with devptr.store
+                dst_np[sl] = destination.data_ptr() + starts * row_bytes
         """
         self.assertCodemod(before, after)

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from libcst.codemod import CodemodTest
+from _migrate_support import TwiceCodemodTest
 
 from devptr.migrate import TableCodemod
 
 
-class TestTableRewrites(CodemodTest):
+class TestTableRewrites(TwiceCodemodTest):
     TRANSFORM = TableCodemod
 
     def test_int64_comprehension_keeps_int64(self) -> None:

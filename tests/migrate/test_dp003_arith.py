@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from libcst.codemod import CodemodTest
+from _migrate_support import TwiceCodemodTest
 
 from devptr.migrate import ArithmeticCodemod
 
 
-class TestArithmeticRewrites(CodemodTest):
+class TestArithmeticRewrites(TwiceCodemodTest):
     TRANSFORM = ArithmeticCodemod
 
     def test_named_uint64_base(self) -> None:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from libcst.codemod import CodemodTest
+from _migrate_support import TwiceCodemodTest
 
 from devptr.migrate import TwosComplementCodemod
 
 
-class TestTwosComplementRewrites(CodemodTest):
+class TestTwosComplementRewrites(TwiceCodemodTest):
     TRANSFORM = TwosComplementCodemod
 
     def test_nested_helper_calls_rewritten_and_helper_removed(self) -> None:

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-from libcst.codemod import CodemodTest
+from _migrate_support import TwiceCodemodTest
 
 from devptr.migrate import PlatformDtypeCodemod
 
 
-class TestPlatformDtypeRewrites(CodemodTest):
+class TestPlatformDtypeRewrites(TwiceCodemodTest):
     TRANSFORM = PlatformDtypeCodemod
 
     def test_module_constant(self) -> None:
