@@ -223,7 +223,7 @@ def _store_hook(torch_side: bool) -> Callable[[MethodContext], Type]:
                 ctx.context, code=UNCHECKED_U64,
             )
         else:
-            where = "a torch tensor" if torch_side else "a non-uint64 numpy array"
+            where = "a torch tensor" if torch_side else "a numpy array not typed as uint64"
             ctx.api.fail(
                 f"raw device address stored into {where} (fix: {RULES[Rule.DP001].fix})",
                 ctx.context, code=RAW_STORE,
@@ -234,7 +234,7 @@ def _store_hook(torch_side: bool) -> Callable[[MethodContext], Type]:
 
 
 def _arith_fail(ctx: MethodContext, torch_side: bool) -> None:
-    where = "a torch tensor" if torch_side else "a non-uint64 numpy array"
+    where = "a torch tensor" if torch_side else "a numpy array not typed as uint64"
     ctx.api.fail(
         f"raw device address combined with {where} (fix: {RULES[Rule.DP003].fix})",
         ctx.context, code=RAW_ARITH,

@@ -52,6 +52,32 @@ def test_plugin_codes(path: Path, mypy_errors: dict[str, set[tuple[int, str]]]) 
     assert got == want, f"missing: {sorted(want - got)}, unexpected: {sorted(got - want)}"
 
 
+def _reveals(path: Path, plugin: bool, tmp: Path) -> list[str]:
+    config = tmp / f"mypy-{plugin}.ini"
+    config.write_text(
+        "[mypy]\n"
+        + ("plugins = devptr.mypy_plugin\n" if plugin else "")
+        + f"mypy_path = {REPO}\npython_version = 3.11\n"
+    )
+    cache = REPO / ".mypy_cache" / f"devptr-lint-tests-{plugin}"
+    stdout, _err, _status = mypy_api.run(
+        ["--config-file", str(config), "--cache-dir", str(cache), "--no-error-summary",
+         str(path)]
+    )
+    return [line.split(": ", 1)[1] for line in stdout.splitlines() if ": note: " in line]
+
+
+def test_plugin_changes_no_other_type(tmp_path: Path) -> None:
+    path = FIXTURES / "types_unchanged.py"
+    with_plugin = _reveals(path, True, tmp_path)
+    without = _reveals(path, False, tmp_path)
+    n = len(path.read_text().split("reveal_type(")) - 1
+    assert len(with_plugin) == len(without) == n
+    assert with_plugin[:-1] == without[:-1]
+    assert with_plugin[-1] == 'note: Revealed type is "devptr.lint._raw.RawAddress"'
+    assert without[-1] == 'note: Revealed type is "int"'
+
+
 def test_fixtures_exist() -> None:
     assert FIXTURES.is_dir() and len(fixture_files()) >= 12
 

@@ -1,0 +1,123 @@
+"""``devptr check`` through the real CLI app: exit codes, formats, configuration."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from devptr.cli import app
+from tests.lint._expect import FIXTURES, expected, fixture_files
+
+REPO = Path(__file__).resolve().parents[2]
+runner = CliRunner()
+_TEXT = re.compile(r"^(?P<path>.+):(?P<line>\d+):(?P<col>\d+): (?P<code>DP\d{3}) .+$")
+
+
+def _check(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, ["check", *args])
+    return result.exit_code, result.stdout
+
+
+def _all_expected() -> set[tuple[str, int, str]]:
+    return {(p.name, line, code) for p in fixture_files() for line, code in expected(p, "check")}
+
+
+def test_text_output_lists_every_expected_finding_and_exits_1() -> None:
+    code, out = _check(str(FIXTURES), "--no-progress")
+    assert code == 1
+    got = set()
+    for line in out.splitlines():
+        m = _TEXT.match(line)
+        assert m is not None, line
+        got.add((Path(m["path"]).name, int(m["line"]), m["code"]))
+    assert got == _all_expected()
+
+
+def test_negative_files_exit_0_with_no_output() -> None:
+    negatives = [str(p) for p in fixture_files() if p.stem.endswith("_negative")]
+    code, out = _check(*negatives)
+    assert (code, out.strip()) == (0, "")
+
+
+def test_json_format() -> None:
+    code, out = _check(str(FIXTURES), "--format", "json")
+    assert code == 1
+    payload = json.loads(out)
+    assert payload["errors"] == []
+    got = {(Path(f["path"]).name, f["line"], f["code"]) for f in payload["findings"]}
+    assert got == _all_expected()
+    first = payload["findings"][0]
+    assert set(first) == {"path", "line", "column", "code", "name", "message", "fix"}
+
+
+def test_github_format() -> None:
+    code, out = _check(str(FIXTURES / "dp005_positive.py"), "--format", "github")
+    assert code == 1
+    lines = out.splitlines()
+    assert len(lines) == len(expected(FIXTURES / "dp005_positive.py", "check"))
+    assert all(re.match(r"^::error file=.+,line=\d+,col=\d+,title=DP005 .+::.+", ln) for ln in lines)
+
+
+def test_select_and_ignore_options() -> None:
+    code, out = _check(str(FIXTURES), "--select", "DP004")
+    assert code == 1
+    assert {m["code"] for m in map(_TEXT.match, out.splitlines()) if m} == {"DP004"}
+    code, out = _check(str(FIXTURES / "dp004_positive.py"), "--ignore", "DP004")
+    assert (code, out.strip()) == (0, "")
+
+
+def _project(tmp_path: Path, table: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text(f"[tool.devptr]\n{table}\n")
+    pkg = tmp_path / "pkg"
+    (pkg / "generated").mkdir(parents=True)
+    src = (FIXTURES / "dp006_positive.py").read_text() + (
+        "\n\ndef extra(t: torch.Tensor) -> None:\n"
+        "    table = torch.empty(2, dtype=torch.int64)\n"
+        "    table[0] = t.data_ptr()\n"
+    )
+    (pkg / "mod.py").write_text(src)
+    (pkg / "generated" / "gen.py").write_text(src)
+    return pkg
+
+
+def test_pyproject_ignore_and_exclude(tmp_path: Path) -> None:
+    pkg = _project(tmp_path, 'ignore = ["DP006"]\nexclude = ["pkg/generated"]')
+    code, out = _check(str(pkg))
+    assert code == 1
+    found = [_TEXT.match(line) for line in out.splitlines()]
+    assert [(Path(m["path"]).name, m["code"]) for m in found if m] == [("mod.py", "DP001")]
+
+
+def test_pyproject_select(tmp_path: Path) -> None:
+    pkg = _project(tmp_path, 'select = ["DP006"]')
+    code, out = _check(str(pkg))
+    codes = {m["code"] for m in map(_TEXT.match, out.splitlines()) if m}
+    assert code == 1 and codes == {"DP006"}
+    assert any("generated" in line for line in out.splitlines())
+
+
+@pytest.mark.parametrize("table", ['colour = "red"', 'select = ["XX1"]', "ignore = 3"])
+def test_bad_configuration_exits_2(tmp_path: Path, table: str) -> None:
+    pkg = _project(tmp_path, table)
+    result = runner.invoke(app, ["check", str(pkg)])
+    assert result.exit_code == 2
+
+
+def test_missing_path_exits_2(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["check", str(tmp_path / "nope")]).exit_code == 2
+
+
+def test_syntax_error_is_reported_not_fatal(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text("def f(:\n    x.data_ptr()\n")
+    code, out = _check(str(tmp_path))
+    assert code == 0
+    assert "bad.py: error: syntax error at line 1" in out
+
+
+def test_devptr_follows_its_own_convention() -> None:
+    code, out = _check(str(REPO / "devptr"))
+    assert (code, out.strip()) == (0, "")
