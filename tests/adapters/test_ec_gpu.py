@@ -170,7 +170,9 @@ def test_worker_round_trip_on_gpu(dtype: torch.dtype) -> None:
         torch.cuda.synchronize()
         done = worker.build_connector_worker_meta()
         assert done is not None and sorted(done.completed_loads) == list(range(20))
-    assert pool.allocated == 2 and pool.held == 0
+    # buffers are reused across steps: 1 or 2 storages, depending on whether the first
+    # copy had finished when the second step acquired (GPU timing), never more
+    assert 1 <= pool.allocated <= 2 and pool.held == 0
     worker.shutdown()
 
 
