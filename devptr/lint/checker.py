@@ -102,11 +102,19 @@ def check_file(path: Path, rules: frozenset[Rule] | None = None) -> FileResult:
     return FileResult(shown, tuple(findings), parsed=True)
 
 
-def iter_python_files(paths: Sequence[Path], config: Config) -> Iterator[Path]:
-    """Python files under *paths* (files given explicitly are kept even if excluded)."""
+def iter_python_files(
+    paths: Sequence[Path], config: Config, *, force_exclude: bool = False
+) -> Iterator[Path]:
+    """Python files under *paths*.
+
+    Files named explicitly are kept even if excluded, unless *force_exclude* (what
+    pre-commit needs, since it passes every changed file by name).
+    """
     seen: set[Path] = set()
     for root in paths:
         if root.is_file():
+            if force_exclude and config.is_excluded(root):
+                continue
             if root not in seen:
                 seen.add(root)
                 yield root

@@ -42,6 +42,10 @@ def check_command(
     statistics: Annotated[
         bool, typer.Option("--statistics", help="Print a count per rule to stderr.")
     ] = False,
+    force_exclude: Annotated[
+        bool,
+        typer.Option("--force-exclude", help="Apply excludes to files named explicitly too."),
+    ] = False,
 ) -> None:
     """Find raw device addresses stored in integer tables (rules DP001-DP006).
 
@@ -59,7 +63,7 @@ def check_command(
     if missing:
         typer.echo(f"devptr check: no such path: {missing[0]}", err=True)
         raise typer.Exit(2)
-    files = list(iter_python_files(paths, cfg))
+    files = list(iter_python_files(paths, cfg, force_exclude=force_exclude))
     n_jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     show = progress if progress is not None else (
         sys.stderr.isatty() and len(files) >= PROGRESS_MIN_FILES

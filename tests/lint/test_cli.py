@@ -121,3 +121,22 @@ def test_syntax_error_is_reported_not_fatal(tmp_path: Path) -> None:
 def test_devptr_follows_its_own_convention() -> None:
     code, out = _check(str(REPO / "devptr"))
     assert (code, out.strip()) == (0, "")
+
+
+def test_force_exclude_applies_to_named_files(tmp_path: Path) -> None:
+    pkg = _project(tmp_path, 'exclude = ["pkg/generated"]')
+    named = str(pkg / "generated" / "gen.py")
+    assert _check(named)[0] == 1
+    assert _check(named, "--force-exclude") == (0, "")
+
+
+def test_pre_commit_hook_definition() -> None:
+    yaml = pytest.importorskip("yaml")
+
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    ids = {h["id"]: h for h in hooks}
+    assert set(ids) == {"devptr-check", "devptr-check-system"}
+    for hook in hooks:
+        assert hook["entry"].split()[:2] == ["devptr", "check"]
+        assert "--force-exclude" in hook["entry"]
+        assert "python" in hook["types_or"]
