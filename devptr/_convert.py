@@ -110,7 +110,7 @@ def _from_data_ptrs(items: Sequence[Any], where: str) -> U64Array:
             if not callable(getattr(o, "data_ptr", None)):
                 raise _reject(o, f"{where} item") from None
         raise
-    arr = np.array(raw)
+    arr = np.array(raw)  # devptr: ignore[DP002] -- dtype is inspected: int64/uint64 kept, else per-item path
     if arr.dtype == np.int64:
         out: U64Array = arr.view(U64)  # negatives: two's complement, decoded by the view
     elif arr.dtype == U64:
