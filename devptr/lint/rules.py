@@ -100,6 +100,7 @@ RULES: Final[dict[Rule, RuleInfo]] = {
         ),
         fix="DevicePtr(addr).signed / .encode(Encoding.I64), or devptr.store",
         mypy_code="devptr-twos-complement",
+        in_mypy_plugin=False,
     ),
     Rule.DP005: RuleInfo(
         rule=Rule.DP005,

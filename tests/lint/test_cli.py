@@ -140,3 +140,13 @@ def test_pre_commit_hook_definition() -> None:
         assert hook["entry"].split()[:2] == ["devptr", "check"]
         assert "--force-exclude" in hook["entry"]
         assert "python" in hook["types_or"]
+
+
+def test_docs_cover_every_rule() -> None:
+    from devptr.lint.rules import RULES
+
+    docs = (REPO / "docs" / "lint.md").read_text()
+    for rule, info in RULES.items():
+        assert f"### {rule.value} {info.name}" in docs
+        if info.in_mypy_plugin:
+            assert f"`{info.mypy_code}`" in docs
