@@ -16,20 +16,38 @@ from devptr._encoding import ENV_VAR, Encoding, encoding_for, register_backend
 from devptr.lint.rules import RULES
 
 
+def plugin_codes() -> frozenset[str] | None:
+    """The error codes ``devptr.mypy_plugin`` defines (None when mypy is not installed)."""
+    try:
+        from mypy.errorcodes import ErrorCode
+
+        from devptr import mypy_plugin
+    except ImportError:
+        return None
+    return frozenset(v.code for v in vars(mypy_plugin).values() if isinstance(v, ErrorCode))
+
+
 def rule_rows() -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The rule catalogue (``devptr.lint.rules``): code, name, what it flags, the fix."""
-    header: tuple[str, ...] = ("rule", "name", "flags", "write instead", "mypy plugin")
+    header: tuple[str, ...] = ("rule", "name", "flags", "write instead", "reported by the mypy plugin")
+    codes = plugin_codes()
     rows: list[tuple[str, ...]] = [
         (
             info.rule.value,
             f"`{info.name}`",
             info.summary,
             info.fix,
-            f"`{info.mypy_code}`" if info.in_mypy_plugin else "no (AST only)",
+            _plugin_cell(info.mypy_code, codes),
         )
         for info in RULES.values()
     ]
     return header, rows
+
+
+def _plugin_cell(code: str, codes: frozenset[str] | None) -> str:
+    if codes is None:
+        return "(mypy not installed)"
+    return f"`{code}`" if code in codes else "no (`devptr check` only)"
 
 
 @contextlib.contextmanager

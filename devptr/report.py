@@ -197,8 +197,9 @@ def _float32(row: list[str]) -> bool:
 
 
 QUOTES: Final[dict[str, Quote]] = {
-    "perf-core": Quote(Path("benchmarks/results/core.md"), "", 0),
-    "perf-kernels": Quote(Path("benchmarks/results/kernels.md"), "", 0),
+    "perf-core": Quote(Path("benchmarks/results/core.md"), "Summary", 0),
+    "perf-kernels": Quote(Path("benchmarks/results/kernels.md"), "Results", 0),
+    "perf-kernels-host": Quote(Path("benchmarks/results/kernels.md"), "Results", 3),
     "perf-ec": Quote(Path("benchmarks/results/ec_connector.md"), "Building descriptors", 0),
     "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Results", 0, _float32),
     "perf-lint": Quote(Path("benchmarks/results/lint.md"), "", 0),
