@@ -131,9 +131,45 @@ def data_ptr_lines(tree: Path) -> tuple[int, int]:
     return lines, files
 
 
+_CHECK_CACHE: dict[Path, dict[str, object]] = {}
+
+
+def _checked_tree(tree: Path) -> dict[str, object]:
+    key = tree.resolve()
+    if key not in _CHECK_CACHE:
+        _CHECK_CACHE[key] = run_check(tree)
+    return _CHECK_CACHE[key]
+
+
+def _area(path: str, tree: Path) -> str:
+    try:
+        rel = Path(path).resolve().relative_to(tree.resolve())
+    except ValueError:
+        rel = Path(path)
+    parts = rel.parts[:-1]
+    return "/".join(parts[:2]) + "/" if parts else "(top level)"
+
+
+def area_rows(tree: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Findings of ``devptr check`` on ``tree`` per folder (two levels deep), most first."""
+    data = _checked_tree(tree)
+    raw = data.get("findings", [])
+    findings = [f for f in raw if isinstance(f, dict)] if isinstance(raw, list) else []
+    per: dict[str, list[dict[str, object]]] = {}
+    for f in findings:
+        per.setdefault(_area(str(f.get("path")), tree), []).append(f)
+    rows: list[tuple[str, ...]] = []
+    for area, fs in sorted(per.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        codes = Counter(str(f.get("code")) for f in fs)
+        files = len({str(f.get("path")) for f in fs})
+        rules = ", ".join(f"{c} x{n}" if n > 1 else c for c, n in sorted(codes.items()))
+        rows.append((f"`{area}`", str(len(fs)), str(files), rules))
+    return ("folder", "findings", "files", "rules"), rows
+
+
 def check_rows(tree: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """Findings of ``devptr check`` on ``tree`` per rule, plus the ``data_ptr()`` census."""
-    data = run_check(tree)
+    data = _checked_tree(tree)
     raw = data.get("findings", [])
     findings = [f for f in raw if isinstance(f, dict)] if isinstance(raw, list) else []
     per_rule = Counter(str(f.get("code")) for f in findings)

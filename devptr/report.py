@@ -241,7 +241,13 @@ def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
 
             return check_rows(tree)
 
+        def area_table() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
+            from devptr._report_static import area_rows
+
+            return area_rows(tree)
+
         out.append(attrs.evolve(_static("vllm-check", check_table), needs_tree=True))
+        out.append(attrs.evolve(_static("vllm-check-areas", area_table), needs_tree=True))
     return out
 
 

@@ -154,7 +154,7 @@ def test_cli_check_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 )
 def test_vllm_check_counts_match(rfc_text: str) -> None:
     tree = Path(os.environ["DEVPTR_VLLM_TREE"])
-    blocks = generate(["vllm-check"], tree)
+    blocks = generate(["vllm-check", "vllm-check-areas"], tree)
     assert not check_document(rfc_text, blocks, installed_version())
 
 
