@@ -169,9 +169,7 @@ def merge_versioned(existing: str | None, table: VersionedTable, version: str) -
 def render_block(existing: str | None, block: Block, version: str) -> str:
     if isinstance(block.table, VersionedTable):
         return merge_versioned(existing, block.table, version)
-    return render_table(
-        block.table.header, [[escape_cell(c) for c in r] for r in block.table.rows]
-    )
+    return render_table(block.table.header, [[escape_cell(c) for c in r] for r in block.table.rows])
 
 
 def find_blocks(text: str) -> dict[str, str]:
@@ -217,9 +215,7 @@ def _cells_differ(old: str, new: str, check: Check, tolerance: float) -> bool:
     return not 1 / tolerance <= a / b <= tolerance
 
 
-def compare_block(
-    body: str, block: Block, version: str, *, tolerance: float = 25.0
-) -> list[str]:
+def compare_block(body: str, block: Block, version: str, *, tolerance: float = 25.0) -> list[str]:
     """Differences between a document's block and a fresh run (installed version only).
 
     Versioned tables compare the ``torch {version}`` column, row by row (provenance rows
@@ -259,3 +255,28 @@ def compare_block(
         elif _cells_differ(doc[keys], cell, block.check, tolerance):
             problems.append(f"{block.name}: row {list(keys)}, {vh}: document {doc[keys]!r}, run {cell!r}")
     return problems
+
+
+def merge_column(body: str, other: str, version: str) -> str:
+    """``body``'s table with its ``torch {version}`` column taken from ``other``'s table.
+
+    For a run made elsewhere (another machine's copy of the document, e.g. a GPU host with
+    an older torch): rows are matched by their key cells; rows ``other`` lacks read
+    ``(not run)``. Key columns must agree.
+    """
+    header, rows = parse_table(body)
+    oheader, orows = parse_table(other)
+    vh = version_header(version)
+    if vh not in oheader:
+        raise ReportError(f"no {vh!r} column in the other document's table")
+    nkeys = next(i for i, h in enumerate(header) if VERSION_HEADER_RE.match(h))
+    if oheader[:nkeys] != header[:nkeys]:
+        raise ReportError(f"key columns differ: {oheader[:nkeys]} vs {header[:nkeys]}")
+    cells = {tuple(r[:nkeys]): r[oheader.index(vh)] for r in orows}
+    cols = sorted({*header[nkeys:], vh}, key=_version_key)
+    out: list[list[str]] = []
+    for r in rows:
+        have = dict(zip(header[nkeys:], r[nkeys:], strict=True))
+        have[vh] = cells.get(tuple(r[:nkeys]), NOT_RUN)
+        out.append([*r[:nkeys], *(have.get(c, NOT_RUN) for c in cols)])
+    return render_table([*header[:nkeys], *cols], out)

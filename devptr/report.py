@@ -30,12 +30,16 @@ import numpy as np
 import torch
 
 from devptr._report_md import (
+    VERSION_HEADER_RE,
     Block,
     Check,
     StaticTable,
     VersionedTable,
     compare_block,
     find_blocks,
+    merge_column,
+    open_marker,
+    parse_table,
     render_block,
     update_text,
 )
@@ -273,6 +277,26 @@ def check_document(text: str, blocks: Sequence[Block], version: str) -> list[str
     return problems
 
 
+def _merge(other: Path, version: str, doc: Path, names: Sequence[str] | None) -> int:
+    """``--merge-from``: bring another run's version column into ``doc``."""
+    theirs = find_blocks(other.read_text(encoding="utf-8"))
+    text = doc.read_text(encoding="utf-8")
+    ours = find_blocks(text)
+    merged = 0
+    for name, body in ours.items():
+        if (names is not None and name not in names) or name not in theirs:
+            continue
+        header = parse_table(body)[0]
+        if not any(VERSION_HEADER_RE.match(h) for h in header):
+            continue
+        new = merge_column(body, theirs[name], version)
+        text = text.replace(f"{open_marker(name)}\n{body}", f"{open_marker(name)}\n{new}", 1)
+        merged += 1
+    doc.write_text(text, encoding="utf-8")
+    print(f"merged the torch {version} column of {merged} block(s) from {other} into {doc}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m devptr.report",
@@ -287,6 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FILE",
         help="draw FILE's cost table to rfc/img/0001-alt-cost.png (needs matplotlib)",
     )
+    mode.add_argument(
+        "--merge-from",
+        nargs=3,
+        metavar=("OTHER", "VERSION", "FILE"),
+        help="copy the 'torch VERSION' column of OTHER's blocks (a copy of the document updated on "
+        "another machine) into FILE's (with --only: those blocks)",
+    )
     parser.add_argument("--only", default=None, help="comma-separated block names")
     parser.add_argument("--vllm-tree", type=Path, default=None, help="vLLM source tree for `devptr check`")
     args = parser.parse_args(argv)
@@ -298,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = plot_costs(args.plot.read_text(encoding="utf-8"), args.plot.parent / PLOT_PATH)
         print(f"wrote {out}")
         return 0
+    if args.merge_from is not None:
+        return _merge(Path(args.merge_from[0]), args.merge_from[1], Path(args.merge_from[2]), names)
     blocks = generate(names, args.vllm_tree)
     if args.update is not None:
         text = args.update.read_text(encoding="utf-8")

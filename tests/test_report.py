@@ -17,9 +17,11 @@ import pytest
 from devptr._report_md import (
     NOT_RUN,
     Block,
+    ReportError,
     StaticTable,
     VersionedTable,
     find_blocks,
+    merge_column,
     merge_versioned,
     parse_table,
     update_text,
@@ -113,6 +115,16 @@ def test_other_version_column_is_kept_and_not_compared() -> None:
     table2 = attrs_evolve_rows(table, ((("`c`",), "ok"),))
     rows2 = parse_table(merge_versioned(merged, table2, mine))[1]
     assert ["`c`", NOT_RUN, "ok"] in rows2
+
+
+def test_merge_column_from_another_run() -> None:
+    ours = "| spelling | torch 2.13 |\n|---|---|\n| `a` | ok |\n| `b` | ok |\n"
+    theirs = "| spelling | torch 2.11 | torch 2.13 |\n|---|---|---|\n| `a` | ValueError: x | stale |\n"
+    header, rows = parse_table(merge_column(ours, theirs, "2.11"))
+    assert header == ["spelling", "torch 2.11", "torch 2.13"]
+    assert rows == [["`a`", "ValueError: x", "ok"], ["`b`", NOT_RUN, "ok"]]
+    with pytest.raises(ReportError):
+        merge_column(ours, theirs, "2.9")
 
 
 def attrs_evolve_rows(
