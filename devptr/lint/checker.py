@@ -24,18 +24,28 @@ from devptr.lint._suppress import is_suppressed, suppressions
 from devptr.lint.rules import Rule
 
 _STRONG_TRIGGER: Final = re.compile(
-    r"data_ptr|buffer_ptrs|signal_pad_ptrs|uint64|\*\*\s*6[34]|<<\s*6[34]|c_int64|c_longlong|"
+    r"data_ptr|buffer_ptrs|signal_pad_ptrs|\*\*\s*6[34]|<<\s*6[34]|c_int64|c_longlong|"
     r"struct\.pack|DevicePtr"
 )
-"""Text that can start a finding by itself (an address source, a 2**64 constant, uint64)."""
+"""Text that can start a finding by itself (an address source or a 2**63/2**64 constant)."""
 
+_U64: Final = re.compile(r"uint64")
+_I64: Final = re.compile(r"(?<!u)int64")
+_PLATFORM: Final = re.compile(r"xpu|platform|device|cuda|rocm|hip", re.IGNORECASE)
 _NAME_TRIGGER: Final = re.compile(r"ptrs|addrs|addresses|_addr")
 _TABLE_TRIGGER: Final = re.compile(r"tensor\(|as_tensor\(|asarray\(|array\(|fromiter\(|full\(")
 
 
 def may_have_findings(source: str) -> bool:
-    """Cheap text test run before parsing: False means the file cannot have a finding."""
+    """Cheap text test run before parsing: False means the file cannot have a finding.
+
+    A finding needs an address source (``data_ptr``, symmetric-memory peer lists, a
+    2**63/2**64 constant, ``DevicePtr``), or a uint64/int64 pair next to a platform test
+    (DP005), or an address-named list next to a table constructor.
+    """
     if _STRONG_TRIGGER.search(source):
+        return True
+    if _U64.search(source) and _I64.search(source) and _PLATFORM.search(source):
         return True
     return bool(_NAME_TRIGGER.search(source) and _TABLE_TRIGGER.search(source))
 
