@@ -20,7 +20,8 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from devptr.lint.rules import Rule
-from devptr.migrate._base import STATS_KEY, MigrateStats, RuleCodemod
+from devptr.migrate import _triggers
+from devptr.migrate._base import FACTS_KEY, STATS_KEY, MigrateStats, RuleCodemod
 from devptr.migrate.dp001_store import StoreCodemod
 from devptr.migrate.dp002_table import TableCodemod
 from devptr.migrate.dp003_arith import ArithmeticCodemod
@@ -37,17 +38,11 @@ CODEMODS: Final[dict[Rule, type[RuleCodemod]]] = {
 """Every rule's codemod, in the order they run."""
 
 TRIGGERS: Final[dict[Rule, tuple[re.Pattern[str], ...]]] = {
-    Rule.DP001: (re.compile(r"data_ptr|DevicePtr"),),
-    Rule.DP002: (re.compile(r"data_ptr"),),
-    Rule.DP003: (re.compile(r"data_ptr"),),
-    Rule.DP004: (
-        re.compile(
-            r"(<<|\*\*)\s*6[34]\b|c_int64|c_longlong|0x(7fff|8000|1_?0000)[0-9a-f_]{12,}"
-            r"|9_?223_?372_?036_?854_?775_?80[78]|18_?446_?744_?073_?709_?551_?61[56]",
-            re.IGNORECASE,
-        ),
-    ),
-    Rule.DP005: (re.compile(r"uint64"), re.compile(r"xpu", re.IGNORECASE)),
+    Rule.DP001: (_triggers.DATA_PTR_OR_DEVICEPTR,),
+    Rule.DP002: (_triggers.DATA_PTR,),
+    Rule.DP003: (_triggers.DATA_PTR,),
+    Rule.DP004: (_triggers.TWOS_COMPLEMENT,),
+    Rule.DP005: (_triggers.UINT64, _triggers.XPU),
 }
 """Text a module must match (every pattern of the tuple) for a rule to look at it.
 
@@ -114,9 +109,10 @@ def migrate_source(
     if not active:
         return Outcome(filename, code, code, {}, {}, ())
     module = cst.parse_module(code)
+    facts: dict[str, object] = {}  # analyses of the input module, shared by the rules
     for rule in active:
         codemod = CODEMODS[rule]
-        context = CodemodContext(filename=filename, scratch={STATS_KEY: stats})
+        context = CodemodContext(filename=filename, scratch={STATS_KEY: stats, FACTS_KEY: facts})
         module = codemod(context).transform_module(module)
         warnings.extend(context.warnings)
     return Outcome(

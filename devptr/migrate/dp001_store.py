@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devptr.lint.rules import Rule
+from devptr.migrate import _triggers
 from devptr.migrate._addr import find_helpers, to_device_ptr
 from devptr.migrate._base import RuleCodemod
 from devptr.migrate._bindings import Bindings, Kind
@@ -24,12 +25,13 @@ class StoreCodemod(RuleCodemod):
     """Rewrite raw-address stores into tensors and arrays as ``devptr.store`` calls."""
 
     RULE = Rule.DP001
+    TRIGGER = _triggers.DATA_PTR_OR_DEVICEPTR
     DESCRIPTION = "C[i] = t.data_ptr() -> devptr.store(C, i, devptr.DevicePtr.of(t))"
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self._helpers = find_helpers(tree)
-        self._bindings = Bindings(tree)
-        self._slice_names = _slice_names(tree)
+        self._helpers = self.fact("helpers", find_helpers, tree)
+        self._bindings = self.fact("bindings", Bindings, tree)
+        self._slice_names = self.fact("slice_names", _slice_names, tree)
         return super().transform_module_impl(tree)
 
     def leave_Assign(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devptr.lint.rules import Rule
+from devptr.migrate import _triggers
 from devptr.migrate._addr import find_helpers, to_device_ptr
 from devptr.migrate._base import RuleCodemod
 from devptr.migrate._bindings import Bindings, Kind
@@ -36,12 +37,13 @@ class TableCodemod(RuleCodemod):
     """Rewrite ``torch.tensor`` tables of raw addresses as ``devptr.ptr_tensor`` calls."""
 
     RULE = Rule.DP002
+    TRIGGER = _triggers.DATA_PTR
     DESCRIPTION = "torch.tensor([t.data_ptr() ...], dtype=...) -> devptr.ptr_tensor(...)"
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self._helpers = find_helpers(tree)
-        self._bindings = Bindings(tree)
-        self._ptr_lists = _names_holding_addresses(tree)
+        self._helpers = self.fact("helpers", find_helpers, tree)
+        self._bindings = self.fact("bindings", Bindings, tree)
+        self._ptr_lists = self.fact("ptr_lists", _names_holding_addresses, tree)
         return super().transform_module_impl(tree)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

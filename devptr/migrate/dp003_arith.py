@@ -19,6 +19,7 @@ import attrs
 import libcst as cst
 
 from devptr.lint.rules import Rule
+from devptr.migrate import _triggers
 from devptr.migrate._base import RuleCodemod
 from devptr.migrate._bindings import Bindings, Kind
 from devptr.migrate._names import (
@@ -151,10 +152,11 @@ class ArithmeticCodemod(RuleCodemod):
     """Rewrite numpy address arithmetic on ``data_ptr()`` as ``devptr.addresses``."""
 
     RULE = Rule.DP003
+    TRIGGER = _triggers.DATA_PTR
     DESCRIPTION = "np.uint64(t.data_ptr()) + idx.astype(np.uint64) * s -> devptr.addresses(...)"
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self._bindings = Bindings(tree)
+        self._bindings = self.fact("bindings", Bindings, tree)
         self._scopes: list[dict[str, _NameStats]] = []
         self._numpy_aliases = import_aliases(tree, "numpy")
         return super().transform_module_impl(tree)

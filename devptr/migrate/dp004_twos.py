@@ -11,11 +11,13 @@ other modules may import it.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import libcst as cst
 
 from devptr.lint.rules import Rule
+from devptr.migrate import _triggers
 from devptr.migrate._addr import (
     find_helpers,
     helper_operand,
@@ -30,16 +32,24 @@ class TwosComplementCodemod(RuleCodemod):
     """Rewrite two's-complement spellings as ``DevicePtr(...).signed``; drop dead helpers."""
 
     RULE = Rule.DP004
+    TRIGGER = _triggers.TWOS_COMPLEMENT
     DESCRIPTION = "x if x < 2**63 else x - 2**64 / helper(x) -> devptr.DevicePtr(x).signed"
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self._helpers = find_helpers(tree)
+        self._helpers = self.fact("helpers", find_helpers, tree)
         self._in_helper = 0
         tree = super().transform_module_impl(tree)
         if not self._helpers:
             return tree
         used = _referenced_names(tree)
         return tree.visit(_HelperRemover(self._helpers - used))
+
+    def statement_trigger(self) -> re.Pattern[str]:
+        """The constants of a spelling, or a call of a helper found in this module."""
+        if not self._helpers:
+            return _triggers.TWOS_COMPLEMENT
+        names = "|".join(re.escape(h) for h in sorted(self._helpers))
+        return re.compile(rf"{_triggers.TWOS_COMPLEMENT.pattern}|\b({names})\b", re.IGNORECASE)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value in self._helpers:

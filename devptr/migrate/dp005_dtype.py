@@ -14,6 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devptr.lint.rules import Rule
+from devptr.migrate import _triggers
 from devptr.migrate._base import RuleCodemod
 from devptr.migrate._names import (
     INT64_NAMES,
@@ -34,6 +35,7 @@ class PlatformDtypeCodemod(RuleCodemod):
     """Rewrite ``uint64 if xpu else int64`` branches as ``devptr.encoding_for``."""
 
     RULE = Rule.DP005
+    TRIGGER = _triggers.UINT64
     DESCRIPTION = "torch.uint64 if p.is_xpu() else torch.int64 -> devptr.encoding_for(...)"
 
     def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
