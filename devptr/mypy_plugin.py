@@ -22,6 +22,8 @@ What it does:
   ``devptr-unchecked-u64`` (DP006)
       RawAddresses written into a uint64 numpy array or a uint64 table constructor.
 
+  A ``# devptr: ignore[DP001]`` comment (the checker's suppression) silences the plugin too.
+
 Importing :mod:`devptr` never imports this module (nor mypy).
 """
 
@@ -58,6 +60,7 @@ from mypy.types import (
     get_proper_type,
 )
 
+from devptr.lint._suppress import is_suppressed, suppressions
 from devptr.lint.rules import RULES, Rule
 
 RAW_ADDRESS: Final = "devptr.lint._raw.RawAddress"
@@ -211,23 +214,52 @@ def _flat_types(ctx: FunctionContext | MethodContext) -> list[Type]:
     return [t for ts in ctx.arg_types for t in ts]
 
 
+_CODES: Final = {
+    Rule.DP001: RAW_STORE,
+    Rule.DP002: RAW_TABLE,
+    Rule.DP003: RAW_ARITH,
+    Rule.DP006: UNCHECKED_U64,
+}
+_suppression_cache: dict[str, dict[int, frozenset[str]]] = {}
+
+
+def _suppressed(ctx: FunctionContext | MethodContext, rule: Rule) -> bool:
+    """Whether a ``# devptr: ignore[...]`` comment on the reported lines covers *rule*.
+
+    One comment then silences both ``devptr check`` and the plugin.
+    """
+    path = getattr(ctx.api, "path", None)
+    if not isinstance(path, str):
+        return False
+    table = _suppression_cache.get(path)
+    if table is None:
+        try:
+            with open(path, encoding="utf-8") as f:
+                table = suppressions(f.read())
+        except OSError:
+            table = {}
+        _suppression_cache[path] = table
+    first = ctx.context.line
+    last = ctx.context.end_line or first
+    return is_suppressed(table, rule.value, first, last)
+
+
+def _report(ctx: FunctionContext | MethodContext, rule: Rule, message: str) -> None:
+    if not _suppressed(ctx, rule):
+        ctx.api.fail(f"{message} (fix: {RULES[rule].fix})", ctx.context, code=_CODES[rule])
+
+
 def _store_hook(torch_side: bool) -> Callable[[MethodContext], Type]:
     def hook(ctx: MethodContext) -> Type:
         values = _flat_types(ctx)
         if not values or not _is_raw(values[-1]):
             return ctx.default_return_type
         if not torch_side and _is_uint64_array(ctx.type):
-            ctx.api.fail(
-                "raw device address written into a uint64 numpy array without devptr "
-                f"(fix: {RULES[Rule.DP006].fix})",
-                ctx.context, code=UNCHECKED_U64,
-            )
+            _report(ctx, Rule.DP006, "raw device address written into a uint64 numpy array "
+                    "without devptr")
         else:
             where = "a torch tensor" if torch_side else "a numpy array not typed as uint64"
-            ctx.api.fail(
-                f"raw device address stored into {where} (fix: {RULES[Rule.DP001].fix})",
-                ctx.context, code=RAW_STORE,
-            )
+            _report(ctx, Rule.DP001, f"raw device address stored into {where}")
         return ctx.default_return_type
 
     return hook
@@ -235,10 +267,7 @@ def _store_hook(torch_side: bool) -> Callable[[MethodContext], Type]:
 
 def _arith_fail(ctx: MethodContext, torch_side: bool) -> None:
     where = "a torch tensor" if torch_side else "a numpy array not typed as uint64"
-    ctx.api.fail(
-        f"raw device address combined with {where} (fix: {RULES[Rule.DP003].fix})",
-        ctx.context, code=RAW_ARITH,
-    )
+    _report(ctx, Rule.DP003, f"raw device address combined with {where}")
 
 
 def _table_hook(fullname: str) -> Callable[[FunctionContext], Type]:
@@ -252,17 +281,11 @@ def _table_hook(fullname: str) -> Callable[[FunctionContext], Type]:
         if data is None or not _holds_raw(ctx, data[1], data[0]):
             return ctx.default_return_type
         if _dtype_is_uint64(_keyword(ctx, "dtype")):
-            ctx.api.fail(
-                f"{short}() builds a uint64 table from raw addresses without devptr "
-                f"(fix: {RULES[Rule.DP006].fix})",
-                ctx.context, code=UNCHECKED_U64,
-            )
+            _report(ctx, Rule.DP006, f"{short}() builds a uint64 table from raw addresses "
+                    "without devptr")
         else:
-            ctx.api.fail(
-                f"{short}() builds an integer table from raw addresses without a uint64 dtype "
-                f"(fix: {RULES[Rule.DP002].fix})",
-                ctx.context, code=RAW_TABLE,
-            )
+            _report(ctx, Rule.DP002, f"{short}() builds an integer table from raw addresses "
+                    "without a uint64 dtype")
         return ctx.default_return_type
 
     return hook

@@ -150,3 +150,17 @@ def test_docs_cover_every_rule() -> None:
         assert f"### {rule.value} {info.name}" in docs
         if info.in_mypy_plugin:
             assert f"`{info.mypy_code}`" in docs
+
+
+def test_progress_bar_and_statistics_do_not_change_findings() -> None:
+    result = runner.invoke(
+        app, ["check", str(FIXTURES), "--progress", "--statistics", "--jobs", "2"]
+    )
+    assert result.exit_code == 1
+    got = {
+        (Path(m["path"]).name, int(m["line"]), m["code"])
+        for m in map(_TEXT.match, result.stdout.splitlines())
+        if m
+    }
+    assert got == _all_expected()
+    assert f"{len(got)} finding(s)" in result.stderr
