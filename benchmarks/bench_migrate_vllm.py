@@ -174,7 +174,7 @@ def main() -> None:
         "| rule | name | rewritten | TODOs |",
         "|---|---|---|---|",
     ]
-    for rule in CODEMODS:
+    for rule in Rule:
         lines.append(f"| {rule.value} | {rule.info.name} | {rewrites[rule]} | {todos[rule]} |")
     lines += ["", "Files changed:", ""]
     lines += [

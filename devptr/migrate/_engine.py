@@ -22,6 +22,8 @@ from libcst.codemod import CodemodContext
 from devptr.lint.rules import Rule
 from devptr.migrate import _triggers
 from devptr.migrate._base import FACTS_KEY, STATS_KEY, MigrateStats, RuleCodemod
+from devptr.migrate._marks import checker_findings
+from devptr.migrate._marks import mark_findings as _mark
 from devptr.migrate.dp001_store import StoreCodemod
 from devptr.migrate.dp002_table import TableCodemod
 from devptr.migrate.dp003_arith import ArithmeticCodemod
@@ -94,31 +96,47 @@ class Outcome:
 
 
 def migrate_source(
-    code: str, *, rules: Iterable[Rule] | None = None, filename: str = "<string>"
+    code: str,
+    *,
+    rules: Iterable[Rule] | None = None,
+    filename: str = "<string>",
+    mark_findings: bool = True,
 ) -> Outcome:
     """Migrate one module's source text with the selected rules (all by default).
+
+    The rule codemods run first; then, when ``mark_findings`` is set, what ``devptr check``
+    still finds in the result (for the selected rules) is marked with TODO comments
+    (see :mod:`devptr.migrate._marks`).
 
     Raises
     ------
     libcst.ParserSyntaxError
         When ``code`` does not parse.
     """
-    active = rules_for(code, CODEMODS if rules is None else rules)
+    selected = frozenset(Rule) if rules is None else frozenset(rules)
+    active = rules_for(code, selected)
     stats = MigrateStats()
     warnings: list[str] = []
-    if not active:
-        return Outcome(filename, code, code, {}, {}, ())
-    module = cst.parse_module(code)
-    facts: dict[str, object] = {}  # analyses of the input module, shared by the rules
-    for rule in active:
-        codemod = CODEMODS[rule]
-        context = CodemodContext(filename=filename, scratch={STATS_KEY: stats, FACTS_KEY: facts})
-        module = codemod(context).transform_module(module)
-        warnings.extend(context.warnings)
+    module: cst.Module | None = None
+    if active:
+        module = cst.parse_module(code)
+        facts: dict[str, object] = {}  # analyses of the input module, shared by the rules
+        for rule in active:
+            scratch = {STATS_KEY: stats, FACTS_KEY: facts}
+            context = CodemodContext(filename=filename, scratch=scratch)
+            module = CODEMODS[rule](context).transform_module(module)
+            warnings.extend(context.warnings)
+    if mark_findings:
+        current = code if module is None else module.code
+        findings = checker_findings(current, filename, selected)
+        if findings:
+            module = module if module is not None else cst.parse_module(code)
+            module, extra = _mark(module, findings, stats, filename)
+            warnings.extend(extra)
     return Outcome(
         path=filename,
         old=code,
-        new=module.code,
+        new=code if module is None else module.code,
         rewrites=dict(stats.rewrites),
         todos=dict(stats.todos),
         warnings=tuple(warnings),
