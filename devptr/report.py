@@ -207,7 +207,9 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-ec": Quote(Path("benchmarks/results/ec_connector.md"), "Building descriptors", 0),
     "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Results", 0, _float32),
     "perf-lint": Quote(Path("benchmarks/results/lint.md"), "", 0),
-    "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "", 0),
+    "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "Migration", 0),
+    "perf-migrate-rules": Quote(Path("benchmarks/results/migrate.md"), "Migration", 1),
+    "perf-migrate-check": Quote(Path("benchmarks/results/migrate.md"), "before and after", 0),
 }
 """Tables quoted from the other parts' results files (not compared by the test)."""
 
