@@ -205,6 +205,7 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-kernels": Quote(Path("benchmarks/results/kernels.md"), "Results", 0),
     "perf-kernels-host": Quote(Path("benchmarks/results/kernels.md"), "Results", 3),
     "perf-ec": Quote(Path("benchmarks/results/ec_connector.md"), "Building descriptors", 0),
+    "perf-ec-gpu": Quote(Path("benchmarks/results/ec_connector.md"), "GPU: D2H", 0),
     "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Results", 0, _float32),
     "perf-lint": Quote(Path("benchmarks/results/lint.md"), "", 0),
     "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "Migration", 0),
