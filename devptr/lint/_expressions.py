@@ -280,6 +280,10 @@ class ExpressionEvaluator:
         vals = self._args(node, scope)
         if name is None:
             self.eval(func, scope)
+            if isinstance(func, ast.BinOp) and isinstance(func.op, ast.Mult):
+                dt = pat.literal_dtype(func.left)  # (ctypes.c_int64 * n)(): an int64 array
+                if dt in (DType.I64, DType.U64):
+                    return Val(Kind.ARRAY, lib=Lib.CTYPES, dtype=dt)
             return None
         base = name.rpartition(".")[2]
         if name in pat.DEVPTR_CONSTRUCTORS or name.endswith(
@@ -305,6 +309,13 @@ class ExpressionEvaluator:
             return Val(Kind.ARRAY, lib=lib, dtype=dt)
         if name in pat.MAPPING_CALLS:
             return MAPPING
+        if name in ("ctypes.cast", "cast") and len(node.args) == 2:
+            # ctypes.cast(t.data_ptr(), ctypes.POINTER(ctypes.c_int64)): an int64 view
+            target = node.args[1]
+            if isinstance(target, ast.Call) and target.args:
+                dt = pat.literal_dtype(target.args[0])
+                if dt in (DType.I64, DType.U64):
+                    return Val(Kind.ARRAY, lib=Lib.CTYPES, dtype=dt)
         if base == "int" and vals and is_addr(vals[0]):
             return ADDR
         if name in ("np.uint64", "np.ulonglong") and vals and is_addr(vals[0]):

@@ -24,7 +24,10 @@ def _describe(cont: Val | None) -> str:
         DType.BRANCH: "per-platform dtype (int64 on CUDA/ROCm) ",
         None: "",
     }[cont.dtype]
-    lib = {Lib.TORCH: "torch tensor", Lib.NUMPY: "numpy array", None: "table"}[cont.lib]
+    lib = {
+        Lib.TORCH: "torch tensor", Lib.NUMPY: "numpy array", Lib.CTYPES: "ctypes array",
+        None: "table",
+    }[cont.lib]
     text = f"{dtype}{lib}"
     return f"an {text}" if text.startswith(("int", "a", "e", "o")) else f"a {text}"
 
@@ -87,6 +90,8 @@ def store_verdict(cont: Val | None, value: Val | None, target: ast.Subscript | N
         if value.dtype is DType.U64 and (cont is None or cont.dtype is None):
             return Rule.DP006, f"uint64 address array computed by hand and written into {what}"
         return Rule.DP001, f"address array written into {what} (dtype mismatch wraps silently)"
+    if cont is not None and cont.lib is Lib.CTYPES:
+        return Rule.DP006, f"raw device address written into {what}: wraps silently, unchecked"
     if cont is not None and cont.lib is Lib.TORCH:
         return Rule.DP001, (
             f"raw device address stored into {what}: torch setitem rejects addresses >= 2**63 "

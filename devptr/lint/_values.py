@@ -54,6 +54,8 @@ class Lib(enum.Enum):
 
     TORCH = "torch"
     NUMPY = "numpy"
+    CTYPES = "ctypes"
+    """``ctypes.cast(p, POINTER(c_int64))`` and ``(c_int64 * n)()``: stores wrap silently."""
 
 
 class DType(enum.Enum):
