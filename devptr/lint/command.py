@@ -70,9 +70,10 @@ def check_command(
     )
     rules = cfg.rules()
     if show:
+        from rich.console import Console
         from rich.progress import Progress
 
-        with Progress(transient=True) as bar:
+        with Progress(console=Console(stderr=True), transient=True) as bar:
             task = bar.add_task("devptr check", total=len(files))
             results = check_paths(
                 files, rules, jobs=n_jobs, on_progress=lambda n: bar.advance(task, n)
@@ -90,6 +91,7 @@ def check_command(
             counts[f.code] = counts.get(f.code, 0) + 1
         for code in sorted(counts):
             typer.echo(f"{code}: {counts[code]}", err=True)
+    if statistics or (findings and output_format is OutputFormat.TEXT):
         typer.echo(f"{len(findings)} finding(s) in {len(files)} file(s)", err=True)
     if findings:
         raise typer.Exit(1)

@@ -28,3 +28,19 @@ def test_every_rule_has_positive_and_negative_fixtures(rule: Rule) -> None:
     assert positive is not None and negative is not None
     assert any(code == rule.value for _, code in expected(positive, "check"))
     assert not expected(negative, "check"), "negative fixtures expect nothing"
+
+
+def test_check_source_api_and_rule_filter() -> None:
+    from devptr.lint import check_source
+
+    src = (
+        "import torch\n"
+        "def f(x: torch.Tensor) -> None:\n"
+        "    t = torch.empty(1, dtype=torch.int64)\n"
+        "    t[0] = x.data_ptr()\n"
+    )
+    found = check_source(src, "mem.py")
+    assert [(f.path, f.line, f.col, f.code) for f in found] == [("mem.py", 4, 5, "DP001")]
+    assert check_source(src, "mem.py", rules=frozenset({Rule.DP002})) == []
+    with pytest.raises(SyntaxError):
+        check_source("def f(:\n", "bad.py")
