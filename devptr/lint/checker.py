@@ -109,6 +109,8 @@ def check_file(path: Path, rules: frozenset[Rule] | None = None) -> FileResult:
         return FileResult(shown, error=f"syntax error at line {exc.lineno}: {exc.msg}")
     except RecursionError:
         return FileResult(shown, error="too deeply nested to analyze")
+    except Exception as exc:  # a checker bug must not hide the other files' findings
+        return FileResult(shown, error=f"internal checker error: {exc!r}")
     return FileResult(shown, tuple(findings), parsed=True)
 
 
