@@ -99,9 +99,12 @@ def store_verdict(cont: Val | None, value: Val | None, target: ast.Subscript | N
         )
     if cont is not None and cont.dtype is DType.U64:
         return Rule.DP006, f"raw device address stored into {what} without devptr"
-    return Rule.DP001, (
-        f"raw device address stored into {what}: addresses >= 2**63 overflow int64"
-    )
+    if cont is None or cont.dtype is None:
+        return Rule.DP001, (
+            f"raw device address stored into {what}: an int64 table overflows for addresses "
+            ">= 2**63 and a uint64 tensor rejects them before torch 2.14"
+        )
+    return Rule.DP001, f"raw device address stored into {what}: addresses >= 2**63 overflow"
 
 
 def table_verdict(data: Val | None, dtype: DType | None, ctor: str) -> Verdict:
