@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 
 from devptr.lint.rules import Rule
-from devptr.migrate import CODEMODS, Outcome, collect_files, iter_outcomes
+from devptr.migrate import Outcome, collect_files, iter_outcomes
 
 RESULTS = Path(__file__).parent / "results" / "migrate.md"
 TODO_MARK = "TODO[devptr]:"
@@ -64,7 +64,7 @@ def _machine() -> str:
 def _migrate(root: Path, jobs: int) -> tuple[list[tuple[Path, Outcome]], float]:
     files = collect_files([root])
     start = time.perf_counter()
-    pairs = list(zip(files, iter_outcomes(files, frozenset(CODEMODS), jobs), strict=True))
+    pairs = list(zip(files, iter_outcomes(files, frozenset(Rule), jobs), strict=True))
     seconds = time.perf_counter() - start
     for path, outcome in pairs:
         if outcome.changed:
