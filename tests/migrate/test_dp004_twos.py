@@ -46,6 +46,19 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
         """
         self.assertCodemod(before, after)
 
+    def test_ctypes_spelling_and_unused_import_removed(self) -> None:
+        before = """
+            import ctypes
+
+            arg = ctypes.c_int64(t.data_ptr()).value
+        """
+        after = """
+            import devptr
+
+            arg = devptr.DevicePtr.of(t).signed
+        """
+        self.assertCodemod(before, after)
+
     def test_module_helper_removed_when_unused(self) -> None:
         before = """
             def _reinterpret_u64_as_i64(value: int) -> int:
