@@ -174,3 +174,14 @@ def test_import_devptr_does_not_import_report() -> None:
     code = "import sys, devptr; print('devptr.report' in sys.modules, 'devptr._report_md' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_rfc_relative_links_resolve(rfc_text: str) -> None:
+    links = re.findall(r"\]\(([^)\s]+)\)", rfc_text)
+    assert links
+    missing = [
+        link
+        for link in links
+        if "://" not in link and not (RFC.parent / link.split("#", 1)[0]).exists()
+    ]
+    assert not missing, f"links in {RFC_PATH} that point nowhere: {missing}"
