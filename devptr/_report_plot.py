@@ -6,9 +6,16 @@ table holds, for every torch column present. Needs matplotlib (``pip install dev
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from devptr._report_md import PROVENANCE_KEY, VERSION_HEADER_RE, find_blocks, parse_seconds, parse_table
+
+
+def _legend(name: str, provenance: str) -> str:
+    """``torch 2.13 (2-core CPU)`` from the column's provenance cell."""
+    m = re.search(r"(\d+) cores", provenance)
+    return f"{name} ({m.group(1)}-core CPU)" if m else name
 
 
 def plot_costs(doc_text: str, out: Path) -> Path:
@@ -20,6 +27,7 @@ def plot_costs(doc_text: str, out: Path) -> Path:
 
     header, rows = parse_table(find_blocks(doc_text)["alt-cost"])
     versions = [(i, h) for i, h in enumerate(header) if VERSION_HEADER_RE.match(h)]
+    prov = next((r for r in rows if r[0] == PROVENANCE_KEY), None)
     rows = [r for r in rows if r[0] != PROVENANCE_KEY]
     labels = [f"{r[0].split('.')[0]}: {r[1].replace('`', '')}" for r in rows]
     fig, ax = plt.subplots(figsize=(11, 0.42 * len(rows) + 1.6))
@@ -31,7 +39,7 @@ def plot_costs(doc_text: str, out: Path) -> Path:
             ys,
             [v * 1e9 if v is not None else 0.0 for v in vals],
             height=height,
-            label=name,
+            label=_legend(name, prov[col] if prov is not None else ""),
         )
     ax.set_yticks([i + height * (len(versions) - 1) / 2 for i in range(len(rows))])
     ax.set_yticklabels(labels, fontsize=7)
