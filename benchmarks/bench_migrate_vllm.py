@@ -143,6 +143,10 @@ def main() -> None:
         "".join(o.diff().replace(str(tree) + "/", "") for _, o in changed), encoding="utf-8"
     )
 
+    added = [ln for ln in diff_path.read_text(encoding="utf-8").splitlines() if ln.startswith("+")]
+    todo_lines = sum(1 for ln in added if TODO_MARK in ln)
+    checker_todo_lines = sum(1 for ln in added if TODO_MARK in ln and ln.endswith("(devptr check)"))
+
     checked_before = _check(before_copy, args.jobs)
     checked_after = _check(tree, args.jobs)
 
@@ -170,6 +174,8 @@ def main() -> None:
         f"| wall time, first run | {seconds:.1f} s |",
         f"| changed files that do not compile | {len(not_compiling)} |",
         f"| files changed by a second run | {len(second_changed)} ({seconds2:.1f} s) |",
+        f"| TODO comments written by a rule codemod | {todo_lines - checker_todo_lines} |",
+        f"| TODO comments from the closing `devptr check` pass | {checker_todo_lines} |",
         "",
         "| rule | name | rewritten | TODOs |",
         "|---|---|---|---|",
@@ -177,12 +183,11 @@ def main() -> None:
     for rule in Rule:
         lines.append(f"| {rule.value} | {rule.info.name} | {rewrites[rule]} | {todos[rule]} |")
     lines += ["", "Files changed:", ""]
-    lines += [
-        f"- `{p.relative_to(tree)}`: "
-        + ", ".join(f"{r.value} x{n}" for r, n in sorted(o.rewrites.items(), key=lambda x: x[0].value))
-        + (f"; TODOs {sum(o.todos.values())}" if o.todos else "")
-        for p, o in changed
-    ]
+    for p, o in changed:
+        parts = [f"{r.value} x{n}" for r, n in sorted(o.rewrites.items(), key=lambda x: x[0].value)]
+        if o.todos:
+            parts.append(f"TODOs {sum(o.todos.values())}")
+        lines.append(f"- `{p.relative_to(tree)}`: " + ", ".join(parts))
     if failures:
         lines += ["", "Parse failures:", ""] + [f"- `{p}`: {e}" for p, e in failures]
     if not_compiling:
