@@ -167,7 +167,12 @@ def test_cli_check_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_vllm_check_counts_match(rfc_text: str) -> None:
     tree = Path(os.environ["DEVPTR_VLLM_TREE"])
     blocks = generate(["vllm-check", "vllm-check-areas"], tree)
-    assert not check_document(rfc_text, blocks, installed_version())
+    problems = check_document(rfc_text, blocks, installed_version())
+    assert not problems, (
+        "devptr check's counts on vLLM differ from the RFC (did the checker change?); run "
+        f"`python -m devptr.report --update {RFC_PATH} --only vllm-check,vllm-check-areas "
+        "--vllm-tree $DEVPTR_VLLM_TREE`:\n" + "\n".join(problems)
+    )
 
 
 def test_import_devptr_does_not_import_report() -> None:
