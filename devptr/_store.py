@@ -33,6 +33,26 @@ def _check_shape(target_shape: tuple[int, ...], vals: U64Array | np.uint64) -> N
         )
 
 
+def _store_one(container: object, index: int, ptr: DevicePtr) -> bool:
+    """Fast path for one DevicePtr at an int index of a 1-D host container; False if not taken.
+
+    A scalar write through a uint64 numpy view (of the array, or of the CPU tensor's memory):
+    no torch integer setitem, whose sign rules differ between torch 2.13 and 2.14.
+    """
+    if isinstance(container, np.ndarray):
+        arr = container
+    elif isinstance(container, torch.Tensor) and container.is_cpu and container.dim() == 1:
+        if container.dtype is not torch.int64 and container.dtype is not torch.uint64:
+            return False
+        arr = container.numpy()
+    else:
+        return False
+    if arr.ndim != 1 or arr.dtype not in _OK_NUMPY:
+        return False
+    arr.view(U64)[index] = ptr.addr
+    return True
+
+
 def store(container: torch.Tensor | np.ndarray, index: Any, ptrs: object) -> None:
     """Write DevicePtr(s) bit-exactly into an int64 or uint64 tensor or numpy array.
 
@@ -57,6 +77,8 @@ def store(container: torch.Tensor | np.ndarray, index: Any, ptrs: object) -> Non
     Device containers receive one synchronous host-to-device copy. Validation (types,
     shape) happens before anything is written.
     """
+    if type(ptrs) is DevicePtr and type(index) is int and _store_one(container, index, ptrs):
+        return
     vals = _values(ptrs)
     if isinstance(container, np.ndarray):
         if container.dtype not in _OK_NUMPY:
