@@ -53,6 +53,19 @@ def split_factor(n: int, device: torch.device, max_size: int | None, chunk: int 
     return min(g, MAX_SPLIT)
 
 
+def _segment_tables(
+    src: object, dst: object, sizes: object, n: int | None
+) -> tuple[dict[str, torch.Tensor], int, torch.device]:
+    """Validate the three launcher tables: (tables by name, segment count, their device)."""
+    tables = {
+        "src": _tables.address_table(src, "src"),
+        "dst": _tables.address_table(dst, "dst"),
+        "sizes": _tables.size_table(sizes),
+    }
+    count = _tables.segment_count(n, tables)
+    return tables, count, _tables.same_device(tables)
+
+
 def batch_memcpy(
     src: object,
     dst: object,
@@ -104,13 +117,7 @@ def batch_memcpy(
     recorded for its addresses and a :class:`devptr.CheckedModeError` is raised before
     launch if one would leave its storage (this reads the tables back: a device sync).
     """
-    tables = {
-        "src": _tables.address_table(src, "src"),
-        "dst": _tables.address_table(dst, "dst"),
-        "sizes": _tables.size_table(sizes),
-    }
-    count = _tables.segment_count(n, tables)
-    device = _tables.same_device(tables)
+    tables, count, device = _segment_tables(src, dst, sizes, n)
     if chunk is not None and (type(chunk) is not int or chunk < 256 or chunk & (chunk - 1)):
         raise ValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
     if type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1):
@@ -153,13 +160,7 @@ def memmove_kinds(src: object, dst: object, sizes: object, n: int | None = None)
     fakes at or above 2**63, can be inspected). Returns an int32 tensor of ``n`` kinds on
     the tables' device.
     """
-    tables = {
-        "src": _tables.address_table(src, "src"),
-        "dst": _tables.address_table(dst, "dst"),
-        "sizes": _tables.size_table(sizes),
-    }
-    count = _tables.segment_count(n, tables)
-    device = _tables.same_device(tables)
+    tables, count, device = _segment_tables(src, dst, sizes, n)
     out = torch.empty(count, dtype=torch.int32, device=device)
     if count == 0:
         return out
