@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     )
     from devptr._pool import PtrBufferPool
     from devptr._ptr import DevicePtr, SupportsDataPtr
+    from devptr._sizes import SizeBuffer
     from devptr._store import addresses, ptr_tensor, store
     from devptr._table import Column, PtrTable
 
@@ -50,6 +51,7 @@ _HOMES: dict[str, str] = {
     "PtrBufferPool": "_pool",
     "PtrTable": "_table",
     "PtrTypeError": "_errors",
+    "SizeBuffer": "_sizes",
     "StaleBufferError": "_errors",
     "SupportsDataPtr": "_ptr",
     "UnknownBackendError": "_errors",
@@ -90,6 +92,7 @@ __all__ = [
     "PtrBufferPool",
     "PtrTable",
     "PtrTypeError",
+    "SizeBuffer",
     "StaleBufferError",
     "SupportsDataPtr",
     "UnknownBackendError",

@@ -20,7 +20,7 @@ def _root() -> None:
 @app.command()
 def demo() -> None:
     """Show the torch/numpy traps on the installed torch and devptr's bit-exact path."""
-    from devptr._demo import run_demo
+    from devptr.demo import run_demo
 
     run_demo()
 

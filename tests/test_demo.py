@@ -7,8 +7,8 @@ import io
 import torch
 from rich.console import Console
 
-from devptr._demo import run_demo
-from devptr._traps import run_traps
+from devptr.demo import run_demo
+from devptr.demo.traps import run_traps
 
 TORCH_214 = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 14)
 

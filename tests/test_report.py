@@ -1,4 +1,4 @@
-"""The RFC's generated tables match what ``python -m devptr.report`` produces on this torch.
+"""The RFC's generated tables match what ``python -m tools.report`` produces on this torch.
 
 CI runs this under torch 2.13 and torch 2.14, so each run checks its own column of the
 version-dependent tables (and every cell of the version-independent ones).
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from devptr._report_md import (
+from tools.report import RFC_PATH, check_document, generate, installed_version, main, specs
+from tools.report.md import (
     NOT_RUN,
     Block,
     ReportError,
@@ -26,7 +27,6 @@ from devptr._report_md import (
     parse_table,
     update_text,
 )
-from devptr.report import RFC_PATH, check_document, generate, installed_version, main, specs
 
 _BLOCK = re.compile(r"<!-- devptr-report:([a-z0-9-]+) -->.*?<!-- /devptr-report:\1 -->", re.DOTALL)
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +53,7 @@ def test_rfc_tables_match_this_torch(rfc_text: str, blocks: list[Block]) -> None
     problems = check_document(rfc_text, blocks, installed_version())
     assert not problems, (
         "the RFC's tables differ from this run; regenerate with "
-        f"`python -m devptr.report --update {RFC_PATH}`:\n" + "\n".join(problems)
+        f"`python -m tools.report --update {RFC_PATH}`:\n" + "\n".join(problems)
     )
 
 
@@ -170,13 +170,13 @@ def test_vllm_check_counts_match(rfc_text: str) -> None:
     problems = check_document(rfc_text, blocks, installed_version())
     assert not problems, (
         "devptr check's counts on vLLM differ from the RFC (did the checker change?); run "
-        f"`python -m devptr.report --update {RFC_PATH} --only vllm-check,vllm-check-areas "
+        f"`python -m tools.report --update {RFC_PATH} --only vllm-check,vllm-check-areas "
         "--vllm-tree $DEVPTR_VLLM_TREE`:\n" + "\n".join(problems)
     )
 
 
 def test_import_devptr_does_not_import_report() -> None:
-    code = "import sys, devptr; print('devptr.report' in sys.modules, 'devptr._report_md' in sys.modules)"
+    code = "import sys, devptr; print('tools.report' in sys.modules, 'tools.report.md' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

@@ -10,14 +10,15 @@ Importing this package does not import Triton; the first launch does, and raises
 first launch to run the kernels on the CPU (tables and memory on the CPU).
 """
 
+from devptr._sizes import SizeBuffer
 from devptr.kernels._memcpy import MemmoveKind, batch_memcpy, memmove_kinds
 from devptr.kernels._runtime import TritonUnavailableError
-from devptr.kernels._sizes import SizeBuffer
 from devptr.kernels._state_copy import STATE_META_COLUMNS, StateMeta, copy_state_blocks
-from devptr.kernels.lamport import lamport_allreduce  # one-shot Lamport all-reduce (issue #5)
+from devptr.kernels.lamport import LamportTableOwner, lamport_allreduce
 
 __all__ = [
     "STATE_META_COLUMNS",
+    "LamportTableOwner",
     "MemmoveKind",
     "SizeBuffer",
     "StateMeta",

@@ -6,7 +6,7 @@ import torch
 
 from devptr._buffer import PtrBuffer
 from devptr._errors import CapacityError, LengthMismatchError, PtrTypeError, describe
-from devptr.kernels._sizes import SizeBuffer
+from devptr._sizes import SizeBuffer
 
 _ADDR_DTYPES = (torch.int64, torch.uint64)
 _SIZE_DTYPES = (torch.int32, torch.int64, torch.uint64)

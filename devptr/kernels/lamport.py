@@ -15,13 +15,32 @@ clear included, finished.
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 import torch
 
 from devptr._errors import DevPtrError, LengthMismatchError, PtrTypeError, describe
-from devptr.adapters.lamport import LamportWorkspace
 from devptr.kernels import _runtime
+from devptr.kernels._lamport_layout import LamportLayout
+
+
+class LamportTableOwner(Protocol):
+    """What the kernel reads from a workspace (:class:`devptr.adapters.lamport.LamportWorkspace`).
+
+    The table layout is :class:`LamportLayout`, declared in :mod:`devptr.kernels._lamport_layout`
+    (the kernel's ABI); the adapter builds a table in that layout.
+    """
+
+    @property
+    def workspace(self) -> torch.Tensor: ...
+    @property
+    def device(self) -> torch.device: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def layout(self) -> LamportLayout: ...
+    @property
+    def max_message_bytes(self) -> int: ...
 
 _KINDS: Final = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _PHASES: Final = {"both": (True, True), "write": (True, False), "reduce": (False, True)}
@@ -51,7 +70,7 @@ def _words(t: torch.Tensor) -> torch.Tensor:
 
 def lamport_allreduce(
     x: torch.Tensor,
-    workspace: LamportWorkspace,
+    workspace: LamportTableOwner,
     *,
     out: torch.Tensor | None = None,
     phase: Literal["both", "write", "reduce"] = "both",
@@ -102,7 +121,7 @@ def lamport_allreduce(
         raise PtrTypeError(
             f"lamport_allreduce takes a float32, float16 or bfloat16 tensor (got {describe(x)})"
         )
-    if not isinstance(workspace, LamportWorkspace):
+    if not isinstance(getattr(type(workspace), "layout", None), property):
         raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(workspace)})")
     if phase not in _PHASES:
         raise PtrTypeError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
@@ -113,7 +132,7 @@ def lamport_allreduce(
     if nbytes > workspace.max_message_bytes:
         raise LengthMismatchError(
             f"x has {nbytes} bytes; this workspace's slots hold {workspace.max_message_bytes} "
-            f"(comm_size {workspace.comm_size} for {workspace.world_size} ranks)"
+            f"(comm_size {workspace.layout.comm_size} for {workspace.layout.world_size} ranks)"
         )
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)

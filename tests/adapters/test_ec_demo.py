@@ -6,12 +6,12 @@ import io
 
 from rich.console import Console
 
-from devptr._demo import SECTIONS
-from devptr._demo.ec import section
+from devptr.demo import SECTIONS
+from devptr.demo.ec import section
 
 
 def test_ec_section_is_listed_and_exact() -> None:
-    assert ("devptr._demo.ec", "section") in SECTIONS
+    assert ("devptr.demo.ec", "section") in SECTIONS
     buf = io.StringIO()
     section(Console(file=buf, width=200, color_system=None))
     out = buf.getvalue()

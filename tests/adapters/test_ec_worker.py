@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from devptr import AddressRangeError, CapacityError, DevicePtr, Encoding, PtrTypeError, ptr_tensor
-from devptr.adapters._ec_swap import host_copy
 from devptr.adapters.ec_connector import (
     DescriptorBufferPool,
     ECCPUWorker,
@@ -20,6 +19,7 @@ from devptr.adapters.ec_connector import (
     register_swap_op,
     unregister_swap_op,
 )
+from devptr.adapters.ec_connector._swap import host_copy
 from devptr.testing import real_address
 
 BLOCK = 1000  # deliberately not a power of two

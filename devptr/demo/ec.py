@@ -16,7 +16,6 @@ from rich.console import Console
 from rich.table import Table
 
 from devptr import DevicePtr
-from devptr.adapters._ec_descriptors import default_device
 from devptr.adapters.ec_connector import (
     DescriptorBufferPool,
     ECCPUWorker,
@@ -26,6 +25,7 @@ from devptr.adapters.ec_connector import (
     swap_op_for,
     unregister_swap_op,
 )
+from devptr.adapters.ec_connector._checks import default_device
 from devptr.testing import SIGN_BIT_ADDR, XPU_BASE
 
 BLOCK = 4096

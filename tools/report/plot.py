@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from devptr._report_md import PROVENANCE_KEY, VERSION_HEADER_RE, find_blocks, parse_seconds, parse_table
+from tools.report.md import PROVENANCE_KEY, VERSION_HEADER_RE, find_blocks, parse_seconds, parse_table
 
 
 def _legend(name: str, provenance: str) -> str:

@@ -45,10 +45,10 @@ from devptr._errors import (
     describe,
 )
 from devptr._ptr import SIGN_BIT
-from devptr.adapters._ec_descriptors import check_extent, default_device
+from devptr.adapters.ec_connector._checks import check_extent, default_device
 
 if TYPE_CHECKING:
-    from devptr.adapters._ec_descriptors import DescriptorBuffers
+    from devptr.adapters.ec_connector._descriptors import DescriptorBuffers
 
 SwapOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], None]
 """``fn(src, dst, sizes, is_src_access_order_any)``: host tensors of equal length, in the

@@ -18,8 +18,8 @@ registry of platform ops and a portable path, and a worker-level save/load flow.
 See ``docs/ec_connector.md``.
 """
 
-from devptr.adapters._ec_descriptors import DescriptorBufferPool, DescriptorBuffers
-from devptr.adapters._ec_swap import (
+from devptr.adapters.ec_connector._descriptors import DescriptorBufferPool, DescriptorBuffers
+from devptr.adapters.ec_connector._swap import (
     SwapOp,
     SwapPath,
     choose_path,
@@ -28,7 +28,7 @@ from devptr.adapters._ec_swap import (
     swap_op_for,
     unregister_swap_op,
 )
-from devptr.adapters._ec_worker import ECCPUWorker, Transfer, TransfersDone, coalesce_runs
+from devptr.adapters.ec_connector._worker import ECCPUWorker, Transfer, TransfersDone, coalesce_runs
 
 __all__ = [
     "DescriptorBufferPool",

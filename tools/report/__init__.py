@@ -1,13 +1,13 @@
-"""Regenerate the RFC's tables by running the code they describe: ``python -m devptr.report``.
+"""Regenerate the RFC's tables by running the code they describe: ``python -m tools.report``.
 
 Usage (from the repository root)::
 
-    python -m devptr.report                       # print every block for the installed torch
-    python -m devptr.report --update rfc/0001-device-pointer-convention.md
-    python -m devptr.report --check rfc/0001-device-pointer-convention.md   # exit 1 on a diff
-    python -m devptr.report --only traps,alt-summary
-    python -m devptr.report --update rfc/0001-device-pointer-convention.md --vllm-tree DIR
-    python -m devptr.report --plot rfc/0001-device-pointer-convention.md   # the cost figure
+    python -m tools.report                       # print every block for the installed torch
+    python -m tools.report --update rfc/0001-device-pointer-convention.md
+    python -m tools.report --check rfc/0001-device-pointer-convention.md   # exit 1 on a diff
+    python -m tools.report --only traps,alt-summary
+    python -m tools.report --update rfc/0001-device-pointer-convention.md --vllm-tree DIR
+    python -m tools.report --plot rfc/0001-device-pointer-convention.md   # the cost figure
 
 Tables that depend on the torch version have one column per version (``torch 2.13``,
 ``torch 2.14``): a run fills the installed version's column and keeps the others, so run
@@ -29,7 +29,7 @@ import attrs
 import numpy as np
 import torch
 
-from devptr._report_md import (
+from tools.report.md import (
     VERSION_HEADER_RE,
     Block,
     Check,
@@ -43,7 +43,7 @@ from devptr._report_md import (
     render_block,
     update_text,
 )
-from devptr._report_quote import Quote, quote_table
+from tools.report.quote import Quote, quote_table
 
 RFC_PATH: Final = Path("rfc/0001-device-pointer-convention.md")
 """The RFC, relative to the repository root."""
@@ -58,7 +58,7 @@ def installed_version() -> str:
 
 
 def _prov(extra: str = "") -> str:
-    from devptr._report_traps import provenance
+    from tools.report.traps import provenance
 
     return provenance() + (f", {extra}" if extra else "")
 
@@ -85,7 +85,7 @@ def _triton_version() -> str:
         import triton
     except ImportError:
         return "triton not installed"
-    from devptr._report_alt import triton_mode
+    from tools.report.alt import triton_mode
 
     return f"triton {triton.__version__} ({triton_mode()})"
 
@@ -121,31 +121,31 @@ class BlockSpec:
 
 
 def _traps() -> Sequence[tuple[tuple[str, ...], str]]:
-    from devptr._report_traps import trap_rows
+    from tools.report.traps import trap_rows
 
     return trap_rows()
 
 
 def _numpy() -> Sequence[tuple[tuple[str, ...], str]]:
-    from devptr._report_traps import numpy_rows
+    from tools.report.traps import numpy_rows
 
     return numpy_rows()
 
 
 def _uops() -> Sequence[tuple[tuple[str, ...], str]]:
-    from devptr._report_traps import uint64_op_rows
+    from tools.report.traps import uint64_op_rows
 
     return uint64_op_rows()
 
 
 def _kernel() -> Sequence[tuple[tuple[str, ...], str]]:
-    from devptr._report_alt import kernel_rows
+    from tools.report.alt import kernel_rows
 
     return kernel_rows()
 
 
 def _compile_key() -> Sequence[tuple[tuple[str, ...], str]]:
-    from devptr._report_alt import compile_key_rows
+    from tools.report.alt import compile_key_rows
 
     return compile_key_rows()
 
@@ -159,14 +159,14 @@ def _triton_only() -> str:
 
 
 def _summary() -> Sequence[tuple[tuple[str, ...], str]]:
-    from devptr._report_alt import summary_rows
+    from tools.report.alt import summary_rows
 
     return summary_rows()
 
 
 def _alt(key: str) -> Callable[[], Sequence[tuple[tuple[str, ...], str]]]:
     def rows() -> Sequence[tuple[tuple[str, ...], str]]:
-        from devptr._report_alt import ALTERNATIVES, alternative_rows
+        from tools.report.alt import ALTERNATIVES, alternative_rows
 
         alt = next(a for a in ALTERNATIVES if a.key == key)
         return alternative_rows(alt)
@@ -175,19 +175,19 @@ def _alt(key: str) -> Callable[[], Sequence[tuple[tuple[str, ...], str]]]:
 
 
 def _cost() -> Sequence[tuple[tuple[str, ...], str]]:
-    from devptr._report_alt import cost_rows
+    from tools.report.alt import cost_rows
 
     return cost_rows()
 
 
 def _rules() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
-    from devptr._report_static import rule_rows
+    from tools.report.static import rule_rows
 
     return rule_rows()
 
 
 def _encodings() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
-    from devptr._report_static import encoding_rows
+    from tools.report.static import encoding_rows
 
     return encoding_rows()
 
@@ -244,12 +244,12 @@ def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
         tree = vllm_tree
 
         def check_table() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
-            from devptr._report_static import check_rows
+            from tools.report.static import check_rows
 
             return check_rows(tree)
 
         def area_table() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
-            from devptr._report_static import area_rows
+            from tools.report.static import area_rows
 
             return area_rows(tree)
 
@@ -264,7 +264,7 @@ def generate(names: Sequence[str] | None = None, vllm_tree: Path | None = None) 
     if names is not None:
         unknown = set(names) - {s.name for s in specs(vllm_tree)}
         if unknown:
-            raise SystemExit(f"devptr.report: unknown block(s): {', '.join(sorted(unknown))}")
+            raise SystemExit(f"tools.report: unknown block(s): {', '.join(sorted(unknown))}")
     return [s.make() for s in chosen]
 
 
@@ -302,7 +302,7 @@ def _merge(other: Path, version: str, doc: Path, names: Sequence[str] | None) ->
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m devptr.report",
+        prog="python -m tools.report",
         description="Regenerate the RFC's tables on the installed torch/numpy.",
     )
     mode = parser.add_mutually_exclusive_group()
@@ -327,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     version = installed_version()
     if args.plot is not None:
-        from devptr._report_plot import plot_costs
+        from tools.report.plot import plot_costs
 
         out = plot_costs(args.plot.read_text(encoding="utf-8"), args.plot.parent / PLOT_PATH)
         print(f"wrote {out}")
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         text = args.update.read_text(encoding="utf-8")
         new, missing = update_text(text, blocks, version)
         for name in missing:
-            print(f"devptr.report: no block {name!r} in {args.update}", file=sys.stderr)
+            print(f"tools.report: no block {name!r} in {args.update}", file=sys.stderr)
         if new != text:
             args.update.write_text(new, encoding="utf-8")
         print(

@@ -22,8 +22,8 @@ import torch
 
 from devptr import DevicePtr
 from devptr._errors import AddressRangeError, CapacityError, DevPtrError, PtrTypeError, describe
-from devptr.adapters._ec_descriptors import DescriptorBufferPool, DescriptorBuffers
-from devptr.adapters._ec_swap import SwapPath, choose_path
+from devptr.adapters.ec_connector._descriptors import DescriptorBufferPool, DescriptorBuffers
+from devptr.adapters.ec_connector._swap import SwapPath, choose_path
 
 U64 = np.dtype(np.uint64)
 U64Array = npt.NDArray[np.uint64]

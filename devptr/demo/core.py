@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from devptr import DevicePtr, Encoding, PtrBuffer, ptr_tensor, store
-from devptr._traps import HI, run_traps
+from devptr.demo.traps import HI, run_traps
 from devptr.testing import HIGH_ADDRESSES, FakeTensor
 
 

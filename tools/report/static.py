@@ -21,7 +21,7 @@ def plugin_codes() -> frozenset[str] | None:
     try:
         from mypy.errorcodes import ErrorCode
 
-        from devptr import mypy_plugin
+        from devptr.lint import mypy_plugin
     except ImportError:
         return None
     return frozenset(v.code for v in vars(mypy_plugin).values() if isinstance(v, ErrorCode))

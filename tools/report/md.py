@@ -1,4 +1,4 @@
-"""Markdown plumbing for ``devptr.report``: generated blocks, tables, per-version columns.
+"""Markdown plumbing for ``tools.report``: generated blocks, tables, per-version columns.
 
 A generated block sits between marker comments in a markdown file::
 
@@ -243,7 +243,7 @@ def compare_block(body: str, block: Block, version: str, *, tolerance: float = 2
     if tuple(header[:nkeys]) != block.table.keys:
         return [f"{block.name}: key columns {header[:nkeys]} != {list(block.table.keys)}"]
     if vh not in header:
-        return [f"{block.name}: no {vh!r} column (run python -m devptr.report --update on torch {version})"]
+        return [f"{block.name}: no {vh!r} column (run python -m tools.report --update on torch {version})"]
     col = header.index(vh)
     doc = {tuple(r[:nkeys]): r[col] for r in rows if r[0] != PROVENANCE_KEY}
     gen = {tuple(escape_cell(k) for k in keys): escape_cell(cell) for keys, cell in block.table.rows}

@@ -27,8 +27,15 @@ from devptr._encoding import Encoding, encoding_for
 from devptr._errors import DevPtrError, PtrTypeError, StaleBufferError, describe
 from devptr._ptr import DevicePtr
 from devptr._storage import check_encoding_arg
-from devptr.adapters._lamport_exchange import all_gather_ptrs
-from devptr.adapters._lamport_layout import (
+from devptr.adapters.lamport._exchange import all_gather_ptrs
+from devptr.adapters.lamport._peers import (
+    FakePeerMemory,
+    HostPeerMemory,
+    PeerAllocation,
+    PeerMemory,
+    SymmetricMemoryPeers,
+)
+from devptr.kernels._lamport_layout import (
     FLAG_ROUND,
     FLAG_TIMEOUT,
     FLAG_WORDS,
@@ -40,13 +47,6 @@ from devptr.adapters._lamport_layout import (
     SENTINEL_BITS,
     SLOT_ALIGN,
     LamportLayout,
-)
-from devptr.adapters._lamport_peers import (
-    FakePeerMemory,
-    HostPeerMemory,
-    PeerAllocation,
-    PeerMemory,
-    SymmetricMemoryPeers,
 )
 
 __all__ = [

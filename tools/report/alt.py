@@ -23,9 +23,9 @@ import numpy as np
 import torch
 
 from devptr import Column, DevicePtr, Encoding, PtrBuffer, PtrTable, addresses, store
-from devptr._report_traps import custom_op_int, error_cell
-from devptr._traps import HI, NEG
+from devptr.demo.traps import HI, NEG
 from devptr.testing import HIGH_ADDRESSES, TOP_ALIGNED, FakeTensor
+from tools.report.traps import custom_op_int, error_cell
 
 ADDRS: Final[tuple[int, ...]] = (HI, *HIGH_ADDRESSES[:3])
 """The table every alternative builds: four addresses with bit 63 set."""

@@ -20,7 +20,6 @@ import torch
 from devptr import DevicePtr, Encoding, PtrBuffer, PtrBufferPool, addresses, encoding_for
 from devptr._convert import U64, U64Array, ptr_array
 from devptr._errors import (
-    AddressOverflowError,
     AddressRangeError,
     CapacityError,
     LengthMismatchError,
@@ -29,25 +28,11 @@ from devptr._errors import (
     describe,
 )
 from devptr._ptr import ADDR_LIMIT, SIGN_BIT
+from devptr.adapters.ec_connector._checks import check_extent, default_device
 
 if TYPE_CHECKING:
-    from devptr.adapters._ec_swap import SwapPath
+    from devptr.adapters.ec_connector._swap import SwapPath
 
-_U64_MAX = np.uint64(ADDR_LIMIT - 1)
-_ONE = np.uint64(1)
-
-
-def default_device() -> torch.device:
-    """The current accelerator device, or the CPU when torch sees none."""
-    acc = getattr(torch, "accelerator", None)
-    if acc is not None and acc.is_available():
-        dev = acc.current_accelerator()
-        index = getattr(acc, "current_device_index", None) or getattr(acc, "current_device_idx", None)
-        if dev is not None:
-            return torch.device(dev.type, index()) if index is not None else torch.device(dev.type)
-    if torch.cuda.is_available():
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
 
 
 _max = np.maximum.reduce
@@ -128,28 +113,6 @@ def _max_index(arr: np.ndarray, name: str) -> int:
         if lo < 0:
             raise AddressRangeError(f"{name} must be non-negative (got {lo})")
     return int(_max(arr))
-
-
-def check_extent(addrs: U64Array, nbytes: U64Array, what: str, max_bytes: int | None = None) -> None:
-    """Raise :class:`AddressOverflowError` when ``addr + nbytes`` passes 2**64 for an entry.
-
-    Fast path: one or two reductions (``max(addrs) + max(nbytes) <= 2**64`` clears every
-    entry); only when that bound fails is each entry checked, to name the first bad copy.
-    """
-    if addrs.size == 0:
-        return
-    top = int(_max(nbytes)) if max_bytes is None else max_bytes
-    if int(_max(addrs)) + top <= ADDR_LIMIT:
-        return
-    # addr + nbytes <= 2**64  <=>  nbytes - 1 <= MAX - addr   (for nbytes > 0; uint64 math)
-    with np.errstate(over="ignore"):
-        bad = (nbytes - _ONE) > (_U64_MAX - addrs)
-    bad &= nbytes != 0
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise AddressOverflowError(
-            f"copy {i}: {what} {int(addrs[i]):#x} + {int(nbytes[i])} bytes leaves [0, 2**64)"
-        )
 
 
 class DescriptorBuffers:
@@ -403,7 +366,7 @@ class DescriptorBuffers:
         See :func:`devptr.adapters.ec_connector.swap_blocks_batch` for which path runs.
         The buffers must stay held until the copies finished (stream order on a device).
         """
-        from devptr.adapters._ec_swap import swap_buffers
+        from devptr.adapters.ec_connector._swap import swap_buffers
 
         swap_buffers(self, n, is_src_access_order_any=is_src_access_order_any, path=path)
 

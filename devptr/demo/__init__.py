@@ -16,10 +16,10 @@ Section = Callable[[Console], None]
 # module path, function name; imported lazily so a missing optional dependency
 # (triton) disables one section, with a message, not the whole demo.
 SECTIONS: list[tuple[str, str]] = [
-    ("devptr._demo.core", "section"),
-    ("devptr._demo.mamba", "section"),
-    ("devptr._demo.lamport", "section"),
-    ("devptr._demo.ec", "section"),
+    ("devptr.demo.core", "section"),
+    ("devptr.demo.mamba", "section"),
+    ("devptr.demo.lamport", "section"),
+    ("devptr.demo.ec", "section"),
 ]
 
 

@@ -2,7 +2,7 @@
 
 The results files are written by each part's own benchmark script (their commands are in the
 files). The RFC quotes a table from them verbatim, located by a heading, so that a refresh
-(``python -m devptr.report --update``) copies the current numbers instead of a hand edit.
+(``python -m tools.report --update``) copies the current numbers instead of a hand edit.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import attrs
 
-from devptr._report_md import ReportError, StaticTable, split_row
+from tools.report.md import ReportError, StaticTable, split_row
 
 
 @attrs.frozen

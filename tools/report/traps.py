@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from devptr import DevicePtr, store
-from devptr._traps import HI, NEG, TRAPS
+from devptr.demo.traps import HI, NEG, TRAPS
 
 Result = torch.Tensor | np.ndarray | np.generic | int | None
 MAX_DETAIL: Final = 80
@@ -166,7 +166,7 @@ EXTRA_TRAPS: Final[list[tuple[str, Callable[[], Result]]]] = [
     ("int64_tensor[k].item() of a stored address", lambda: _item(torch.tensor([NEG], dtype=torch.int64))),
     ("uint64_tensor[k].item() of a stored address", lambda: _item(torch.tensor([HI], dtype=torch.uint64))),
 ]
-"""Spellings beyond the demo's :data:`devptr._traps.TRAPS`: the writes that work everywhere,
+"""Spellings beyond the demo's :data:`devptr.demo.traps.TRAPS`: the writes that work everywhere,
 the reads, and the custom-op ``int`` argument."""
 
 NUMPY_PITFALLS: Final[list[tuple[str, Callable[[], Result]]]] = [
