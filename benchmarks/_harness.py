@@ -202,6 +202,17 @@ def host_interleaved(
 
 
 # -- CUDA ---------------------------------------------------------------------------------------
+def _cuda() -> Any:
+    """``torch.cuda`` (typed loosely: its Stream/Event constructors are untyped on some torch)."""
+    import torch
+
+    return torch.cuda
+
+
+def _event() -> Any:
+    return _cuda().Event(enable_timing=True)
+
+
 def cuda_events(fn: Fn, *, number: int = 1, repeat: int = 7, warmup: int = 2) -> Timing:
     """Device time of one call: CUDA events around ``number`` eager calls, ``repeat`` times.
 
@@ -216,8 +227,8 @@ def cuda_events(fn: Fn, *, number: int = 1, repeat: int = 7, warmup: int = 2) ->
     torch.cuda.synchronize()
     samples: list[float] = []
     for _ in range(repeat):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+        start = _event()
+        end = _event()
         start.record()
         for _ in range(number):
             fn()
@@ -234,7 +245,7 @@ def capture_graph(fn: Fn, *, number: int = 10, warmup: int = 2) -> torch.cuda.CU
     if number < 1:
         raise ValueError(f"number must be >= 1 (got {number})")
     torch.cuda.synchronize()
-    side = torch.cuda.Stream()
+    side = _cuda().Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for _ in range(warmup):
@@ -269,8 +280,8 @@ def time_replays(
     for _ in range(repeat):
         if before is not None:
             before()
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+        start = _event()
+        end = _event()
         start.record()
         graph.replay()
         end.record()
@@ -299,7 +310,7 @@ def triton_bench(fn: Fn, *, graph: bool = False, warmup_ms: int = 25, rep_ms: in
     import triton.testing
 
     if graph:
-        with torch.cuda.stream(torch.cuda.Stream()):  # capture needs a side stream
+        with torch.cuda.stream(_cuda().Stream()):  # capture needs a side stream
             ms: Any = triton.testing.do_bench_cudagraph(fn, rep=rep_ms, return_mode="all")
     else:
         ms = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="all")
