@@ -138,7 +138,8 @@ def section(con: Console) -> None:
     con.rule("[bold]Mamba adapters[/] (state copy, spec-decode metadata)")
     _fake_part(con)
     if importlib.util.find_spec("triton") is None:
-        con.print("Real copies skipped: Triton is not installed (pip install 'devptr[kernels]').")
+        msg = "Real copies skipped: Triton is not installed (pip install 'devptr[kernels]')."
+        con.print(msg, markup=False)  # markup would eat "[kernels]" as a style tag
         return
     previous = os.environ.get("TRITON_INTERPRET")
     if not torch.cuda.is_available() and "devptr.kernels._copy_jit" not in sys.modules:
