@@ -50,6 +50,28 @@ def _fail_on_rank_one(rank: int, world: int) -> int:
     return rank
 
 
+def _hang(rank: int, world: int) -> None:
+    import time
+
+    time.sleep(600)
+
+
+def _die(rank: int, world: int) -> None:
+    import os
+
+    os._exit(3)
+
+
+def test_spawn_kills_ranks_past_the_timeout() -> None:
+    with pytest.raises(SpawnError, match=r"ranks \[0, 1\] of 2 did not finish within 3 s"):
+        spawn(_hang, 2, timeout_s=3)
+
+
+def test_spawn_reports_a_rank_that_died_without_a_result() -> None:
+    with pytest.raises(SpawnError, match="rank 0 exited with code 3 before reporting a result"):
+        spawn(_die, 1)
+
+
 def test_spawn_runs_a_gloo_group_and_returns_results_in_rank_order() -> None:
     got = spawn(_sum_ranks, 3, backend="gloo", args=(10,), timeout_s=120)
     assert got == [[r, 3, 30, 3] for r in range(3)]
