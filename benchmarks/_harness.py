@@ -13,9 +13,9 @@ Clocks
 - :func:`cuda_events`: CUDA events around ``number`` eager calls on the current stream.
 - :func:`cuda_graph`: ``number`` calls captured into one CUDA graph, each sample one replay
   between CUDA events (launch overhead removed).
-- :func:`triton_bench`: ``triton.testing.do_bench`` / ``do_bench_cudagraph`` (they flush
-  the L2 cache between calls), with every sample kept (``return_mode="all"``, present in
-  triton 3.x: checked on 3.6, 3.8 and 3.9).
+- :func:`triton_bench`: ``triton.testing.do_bench`` / ``do_bench_cudagraph`` (``do_bench``
+  flushes the L2 cache between calls), with every sample kept (``return_mode="all"``; the
+  signatures are the same on triton 3.8 and 3.9, read here; not yet run on a GPU).
 - :func:`on_device`: CUDA events on a CUDA device, the host clock (after the call)
   otherwise, for scripts that run on both.
 
