@@ -5,48 +5,26 @@ Target (issue #4): devptr's path (``devptr.addresses`` + validated
 here: uint64 arithmetic on numpy scalars and three unchecked slice writes into numpy
 aliases of the descriptor tensors.
 
-The two variants run interleaved (A, B, A, B...) so load on the machine hits both alike;
-the ratio is taken per pair and its median reported. Prints a markdown table; ``--out
-FILE`` also writes it; ``--runs`` changes the number of runs.
+The variants run interleaved (A, B, A, B...; ``benchmarks._harness.host_interleaved``) so
+load on the machine hits them alike; the ratios are of the minimums and of the medians.
+Prints a markdown table; ``--out FILE`` also writes it; ``--runs`` changes the number of
+runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from benchmarks._timing import command_line, header
+from benchmarks._harness import command_line, header, host_interleaved
 from devptr import DevicePtr, addresses
 from devptr.adapters.ec_connector import DescriptorBufferPool, coalesce_runs
 from devptr.testing import XPU_BASE
 
 BLOCK = 4096
-
-
-def interleaved(
-    fns: dict[str, Callable[[], object]], number: int, repeat: int
-) -> dict[str, tuple[float, float]]:
-    """Per-call time of each function in us: ``(min, median)`` over ``repeat`` rounds.
-
-    Each round runs every function ``number`` times, one after the other, so a load on the
-    machine hits all of them alike; many short rounds let the minimum see quiet moments.
-    """
-    for fn in fns.values():
-        fn()
-    runs: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            runs[name].append((time.perf_counter() - t0) / number * 1e6)
-    return {k: (min(v), statistics.median(v)) for k, v in runs.items()}
 
 
 class _AliasBuffers(NamedTuple):
@@ -153,7 +131,7 @@ def main() -> None:
     def add_copies() -> None:
         bufs.add_copies(0, s_pre, d_pre, k_pre)
 
-    t = interleaved(
+    timings = host_interleaved(
         {
             "alias": numpy_alias,
             "strided": devptr_strided,
@@ -161,9 +139,10 @@ def main() -> None:
             "writes": alias_writes,
             "add": add_copies,
         },
-        args.number,
-        args.repeat,
+        number=args.number,
+        repeat=args.repeat,
     )
+    t = {k: (v.min_us, v.median_us) for k, v in timings.items()}
 
     def row(what: str, ours: str, base: str, target: str) -> str:
         (o_min, o_med), (b_min, b_med) = t[ours], t[base]

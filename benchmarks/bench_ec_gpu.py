@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,7 +40,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks._timing import command_line, machine  # noqa: E402
+from benchmarks._harness import Timing, command_line, machine_line, on_device, utc_now  # noqa: E402
 from devptr import DevicePtr  # noqa: E402
 from devptr.adapters.ec_connector import (  # noqa: E402
     DescriptorBufferPool,
@@ -56,30 +54,9 @@ MiB = 1024 * KiB
 BLOCKS = (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB)
 
 
-def timer(device: torch.device) -> Callable[[Callable[[], object]], float]:
-    """Seconds one call of ``fn`` takes on ``device`` (CUDA events; wall clock on the CPU)."""
-
-    def cuda_time(fn: Callable[[], object]) -> float:
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        return start.elapsed_time(end) / 1e3
-
-    def cpu_time(fn: Callable[[], object]) -> float:
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-
-    return cuda_time if device.type == "cuda" else cpu_time
-
-
-def measure(fn: Callable[[], object], clock: Callable[[Callable[[], object]], float], iters: int) -> float:
-    fn()
-    fn()
-    return statistics.median(clock(fn) for _ in range(iters))
+def measure(fn: Callable[[], object], device: torch.device, iters: int) -> Timing:
+    """``iters`` samples of one call (CUDA events on a GPU, the host clock on the CPU)."""
+    return on_device(device, fn, number=1, repeat=iters, warmup=2)
 
 
 def run_case(
@@ -106,7 +83,6 @@ def run_case(
         src, dst = host, dev
     src_views = [src[int(p)] for p in perm]
     dst_views = [dst[i] for i in range(n)]
-    clock = timer(device)
 
     bufs = pool.acquire(n)
     bufs.add_strided_copies(
@@ -128,12 +104,12 @@ def run_case(
         torch._foreach_copy_(dst_views, src_views, non_blocking=True)
 
     times = {
-        "devptr": measure(lambda: bufs.swap(n, path=path), clock, iters),
-        "torch loop": measure(torch_loop, clock, iters),
-        "contiguous": measure(lambda: dst.copy_(src, non_blocking=True), clock, iters),
+        "devptr": measure(lambda: bufs.swap(n, path=path), device, iters),
+        "torch loop": measure(torch_loop, device, iters),
+        "contiguous": measure(lambda: dst.copy_(src, non_blocking=True), device, iters),
     }
     try:
-        times["torch foreach"] = measure(foreach, clock, iters)
+        times["torch foreach"] = measure(foreach, device, iters)
     except (RuntimeError, NotImplementedError) as exc:  # not every torch supports it across devices
         print(f"# torch._foreach_copy_ skipped for {direction}: {str(exc).splitlines()[0]}", file=sys.stderr)
     pool.release(bufs)
@@ -143,8 +119,9 @@ def run_case(
         "block_bytes": block,
         "blocks": n,
         "bytes": nbytes,
-        "seconds": times,
-        "GBps": {k: nbytes / t / 1e9 for k, t in times.items()},
+        "seconds": {k: t.median_s for k, t in times.items()},
+        "GBps": {k: nbytes / t.median_s / 1e9 for k, t in times.items()},
+        "spread_ns": {k: t.summary() for k, t in times.items()},
     }
 
 
@@ -188,15 +165,15 @@ def main() -> None:
     pool = DescriptorBufferPool(device)
     rows = [run_case(d, b, total, device, iters, pool, path) for d in ("D2H", "H2D") for b in blocks]
     md = table(rows)
-    print(f"- command: `{command_line()}`\n- machine: {machine()}\n- path: {path}\n")
+    print(f"- command: `{command_line()}`\n- machine: {machine_line()}\n- path: {path}\n")
     print(md)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         doc = {
             "command": command_line(),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "machine": machine(),
+            "date": utc_now(),
+            "machine": machine_line(),
             "path": path,
             "quick": args.quick,
             "results": rows,

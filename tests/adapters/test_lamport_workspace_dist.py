@@ -7,19 +7,13 @@ rank's table is checked bit for bit in the parent.
 
 from __future__ import annotations
 
-import json
-import multiprocessing as mp
-import os
-import socket
 import sys
-import traceback
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from devptr.testing import PATTERN_ADDRESSES, SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE
+from devptr.testing import PATTERN_ADDRESSES, SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE, spawn
 
 MASK = (1 << 64) - 1
 HIGH_EXTRA = (
@@ -49,120 +43,73 @@ def pattern_list(rank: int) -> list[int]:
     return [*rotated, (XPU_BASE + rank * 0x1000) & MASK]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _worker(rank: int, world: int) -> dict[str, Any]:
+    """One rank, inside a gloo group set up by :func:`devptr.testing.spawn`."""
+    import torch
 
-
-def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        GLOO_SOCKET_IFNAME="lo",
-        NCCL_NVLS_ENABLE="0",
-        TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
-        NVSHMEM_DISABLE_NVLS="1",
+    from devptr import DevicePtr, Encoding
+    from devptr._errors import LengthMismatchError
+    from devptr.adapters.lamport import (
+        FakePeerMemory,
+        LamportWorkspace,
+        WorkspaceClosedError,
+        all_gather_ptrs,
     )
+
     result: dict[str, Any] = {"rank": rank}
+    fakes = [DevicePtr(fake_address(r)) for r in range(world)]
+
+    # 1. the raw exchange: every boundary pattern, different on each rank
+    mine = [DevicePtr(a) for a in pattern_list(rank)]
+    got = all_gather_ptrs(mine)
+    result["gathered"] = [[p.addr for p in row] for row in got]
     try:
-        import datetime
+        all_gather_ptrs(mine[: 1 + rank % 2])  # ranks disagree on the count
+        result["mismatch"] = "no error"
+    except LengthMismatchError as exc:
+        result["mismatch"] = type(exc).__name__
 
-        import torch
-        import torch.distributed as dist
-
-        from devptr import DevicePtr, Encoding
-        from devptr._errors import LengthMismatchError
-        from devptr.adapters.lamport import (
-            FakePeerMemory,
-            LamportWorkspace,
-            WorkspaceClosedError,
-            all_gather_ptrs,
+    # 2. the workspace, consumer encodings I64 (CUDA/ROCm) and U64 (XPU)
+    for enc in (Encoding.I64, Encoding.U64):
+        ws = LamportWorkspace(
+            rank, world, COMM_SIZE, None, device="cpu", peer_memory=FakePeerMemory(fakes), encoding=enc
         )
-
-        dist.init_process_group(
-            "gloo",
-            init_method=f"tcp://127.0.0.1:{port}",
-            rank=rank,
-            world_size=world,
-            timeout=datetime.timedelta(seconds=60),
-        )
-        fakes = [DevicePtr(fake_address(r)) for r in range(world)]
-
-        # 1. the raw exchange: every boundary pattern, different on each rank
-        mine = [DevicePtr(a) for a in pattern_list(rank)]
-        got = all_gather_ptrs(mine)
-        result["gathered"] = [[p.addr for p in row] for row in got]
-        try:
-            all_gather_ptrs(mine[: 1 + rank % 2])  # ranks disagree on the count
-            result["mismatch"] = "no error"
-        except LengthMismatchError as exc:
-            result["mismatch"] = type(exc).__name__
-
-        # 2. the workspace, consumer encodings I64 (CUDA/ROCm) and U64 (XPU)
-        for enc in (Encoding.I64, Encoding.U64):
-            ws = LamportWorkspace(
-                rank, world, COMM_SIZE, None, device="cpu", peer_memory=FakePeerMemory(fakes), encoding=enc
-            )
-            dev = ws.workspace
-            result[enc.name] = {
-                "dtype": str(dev.dtype),
-                "device_bits": dev.view(torch.int64).numpy().view(np.uint64).tolist(),
-                "device_values": dev.tolist(),
-                "host_u64": ws.table.host(Encoding.U64).tolist(),
-                "host_i64": ws.table.host(Encoding.I64).tolist(),
-                "numpy": ws.table.numpy().tolist(),
-                "sections": {n: [p.addr for p in ws.section(n)] for n in ws.layout.sections},
-                "flag_ptr": ws.flag_buffer.data_ptr(),
-                "layout_ptr": ws.layout_buffer.data_ptr(),
-                "layout": ws.layout_buffer.tolist(),
-                "flag": ws.flag_buffer.tolist(),
-            }
-            ws.close(barrier=True)
-            errors = []
-            for name in ("workspace", "peer_ptrs", "flag_buffer"):
-                try:
-                    getattr(ws, name)
-                    errors.append("no error")
-                except WorkspaceClosedError:
-                    errors.append("closed")
-            ws.close()  # idempotent
-            result[enc.name]["after_close"] = errors
-        dist.destroy_process_group()
-    except BaseException:
-        result["error"] = traceback.format_exc()
-    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
+        dev = ws.workspace
+        result[enc.name] = {
+            "dtype": str(dev.dtype),
+            "device_bits": dev.view(torch.int64).numpy().view(np.uint64).tolist(),
+            "device_values": dev.tolist(),
+            "host_u64": ws.table.host(Encoding.U64).tolist(),
+            "host_i64": ws.table.host(Encoding.I64).tolist(),
+            "numpy": ws.table.numpy().tolist(),
+            "sections": {n: [p.addr for p in ws.section(n)] for n in ws.layout.sections},
+            "flag_ptr": ws.flag_buffer.data_ptr(),
+            "layout_ptr": ws.layout_buffer.data_ptr(),
+            "layout": ws.layout_buffer.tolist(),
+            "flag": ws.flag_buffer.tolist(),
+        }
+        ws.close(barrier=True)
+        errors = []
+        for name in ("workspace", "peer_ptrs", "flag_buffer"):
+            try:
+                getattr(ws, name)
+                errors.append("no error")
+            except WorkspaceClosedError:
+                errors.append("closed")
+        ws.close()  # idempotent
+        result[enc.name]["after_close"] = errors
+    return result
 
 
-def _context() -> Any:
-    """A forkserver: fresh processes that import torch once (a spawn per rank costs seconds each)."""
-    if "forkserver" not in mp.get_all_start_methods():  # pragma: no cover - not Linux/macOS
-        return mp.get_context("spawn")
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["torch", "torch.distributed", "numpy", "devptr.adapters.lamport"])
-    return ctx
-
-
-def _run(world: int, tmp_path: Path) -> list[dict[str, Any]]:
-    ctx = _context()
-    port = _free_port()
-    procs = [ctx.Process(target=_worker, args=(r, world, port, str(tmp_path))) for r in range(world)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(TIMEOUT_S)
-    hung = [r for r, p in enumerate(procs) if p.is_alive()]
-    for p in procs:
-        if p.is_alive():
-            p.kill()
-            p.join()
-    assert not hung, f"ranks {hung} did not finish within {TIMEOUT_S} s"
-    results = []
-    for r in range(world):
-        data = json.loads((tmp_path / f"rank{r}.json").read_text())
-        assert "error" not in data, f"rank {r} failed:\n{data['error']}"
-        results.append(data)
-    return results
+def _run(world: int) -> list[dict[str, Any]]:
+    return spawn(
+        _worker,
+        world,
+        backend="gloo",
+        env={"GLOO_SOCKET_IFNAME": "lo"},
+        timeout_s=TIMEOUT_S,
+        preload=("torch", "torch.distributed", "numpy", "devptr.adapters.lamport"),
+    )
 
 
 def _i64(a: int) -> int:
@@ -172,10 +119,10 @@ def _i64(a: int) -> int:
 
 
 @pytest.mark.parametrize("world", [2, 4, 8])
-def test_exchange_and_table_bit_exact(world: int, tmp_path: Path) -> None:
+def test_exchange_and_table_bit_exact(world: int) -> None:
     if sys.platform == "win32":  # pragma: no cover
         pytest.skip("gloo over tcp://127.0.0.1 is what this test exercises")
-    results = _run(world, tmp_path)
+    results = _run(world)
     expected_lamport = [fake_address(r) for r in range(world)]
     assert all(a >= 1 << 63 for a in expected_lamport)
     for r, res in enumerate(results):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 import pytest
 import torch
@@ -11,55 +10,16 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before any devptr kernel is imported
 
+from support.mamba_cases import FUNCS, GROUPS, MAMBA_GROUPS, fake_context
+
 from devptr import CapacityError, DevicePtr, Encoding
 from devptr.adapters.mamba_copy import (
     MambaCopyBuffers,
     collect_mamba_copy_meta,
     do_mamba_copy_block,
     get_conv_copy_spec,
-    get_temporal_copy_spec,
 )
-from devptr.testing import SIGN_BIT_ADDR, SIGN_BIT_PLUS_42, TOP_ALIGNED
-
-GROUPS = [["attn.0"], ["mamba.0", "mamba.1"], ["conv.0"]]
-MAMBA_GROUPS = [1, 2]
-FUNCS = {
-    "mamba.0": (get_conv_copy_spec, get_temporal_copy_spec),
-    "mamba.1": (get_conv_copy_spec, get_temporal_copy_spec),
-    "conv.0": (get_conv_copy_spec,),
-}
-
-
-class FakeState:
-    """A state tensor's shape and strides (from a meta tensor) at a chosen address."""
-
-    def __init__(self, addr: int, shape: Sequence[int], dtype: torch.dtype) -> None:
-        self._t = torch.empty(tuple(shape), dtype=dtype, device="meta")
-        self._addr = addr
-        self.shape = self._t.shape
-
-    def stride(self) -> tuple[int, ...]:
-        return tuple(self._t.stride())
-
-    def element_size(self) -> int:
-        return self._t.element_size()
-
-    def data_ptr(self) -> int:
-        return self._addr
-
-
-def _fake_context() -> dict[str, list[FakeState]]:
-    return {
-        "mamba.0": [
-            FakeState(SIGN_BIT_ADDR, (16, 4, 96), torch.bfloat16),
-            FakeState(SIGN_BIT_PLUS_42, (16, 3, 5, 7), torch.uint8),
-        ],
-        "mamba.1": [
-            FakeState(SIGN_BIT_ADDR + (1 << 30), (16, 4, 32), torch.float32),
-            FakeState(SIGN_BIT_ADDR + (1 << 31), (16, 8, 64), torch.float16),
-        ],
-        "conv.0": [FakeState(TOP_ALIGNED, (1, 4, 2), torch.uint8)],  # one 8-byte block at 2**64-8
-    }
+from devptr.testing import SIGN_BIT_PLUS_42, TOP_ALIGNED
 
 
 def _expected(ctx, block_ids, src, dest, bias):  # type: ignore[no-untyped-def]
@@ -85,7 +45,7 @@ def _expected(ctx, block_ids, src, dest, bias):  # type: ignore[no-untyped-def]
 
 
 def test_tables_hold_exact_bits_for_high_addresses_in_both_encodings() -> None:
-    ctx = _fake_context()
+    ctx = fake_context()
     bufs = MambaCopyBuffers.create(4, GROUPS, FUNCS, MAMBA_GROUPS, device="cpu", pin_memory=False)
     assert bufs.entries_per_req == 5 and bufs.src_ptrs.capacity == 20
     reqs = [([[], [3, 7, 9, 11], [0, 0]], 1, 0, 2), ([[], [2, 5, 1, 0], [0, 0]], 0, 0, 1)]
@@ -110,7 +70,7 @@ def test_tables_hold_exact_bits_for_high_addresses_in_both_encodings() -> None:
 
 
 def test_failing_collect_writes_nothing() -> None:
-    ctx = _fake_context()
+    ctx = fake_context()
     bufs = MambaCopyBuffers.create(1, GROUPS, FUNCS, MAMBA_GROUPS, pin_memory=False)
     with pytest.raises(CapacityError, match="block id"):
         collect_mamba_copy_meta(bufs, GROUPS, FUNCS, MAMBA_GROUPS, 0, 1, 0, [[], [3, 16], [0, 0]], ctx)

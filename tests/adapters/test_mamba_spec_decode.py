@@ -10,11 +10,11 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before any devptr kernel is imported
 
-from test_mamba_copy import FUNCS, GROUPS, MAMBA_GROUPS, FakeState, _fake_context
+from support.mamba_cases import FUNCS, GROUPS, MAMBA_GROUPS, fake_context
 
 from devptr import DevicePtr, Encoding
 from devptr.adapters.mamba_spec_decode import MambaSpecDecodeGPUContext, MambaSpecDecodeMetadata
-from devptr.testing import SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE
+from devptr.testing import SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE, FakeState
 
 
 def _bits(buf, n, want):  # type: ignore[no-untyped-def]
@@ -24,7 +24,7 @@ def _bits(buf, n, want):  # type: ignore[no-untyped-def]
 
 
 def test_metadata_holds_exact_bits_for_high_addresses() -> None:
-    ctx = _fake_context()
+    ctx = fake_context()
     i32 = torch.int32
     tables = [FakeState(XPU_BASE, (8, 32), i32), FakeState(TOP_ALIGNED - 4096, (8, 32), i32)]
     aligned = [FakeState(SIGN_BIT_PLUS_42 + 6, (8, 32), i32), FakeState(XPU_BASE + 8, (8, 32), i32)]

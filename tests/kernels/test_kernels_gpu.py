@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _segment_cases import arenas, random_plan, reference
-from _state_cases import make_setup
-from _state_cases import reference as state_reference
+from support.segment_cases import arenas, random_plan, reference
+from support.state_cases import make_setup
+from support.state_cases import reference as state_reference
 
 pytest.importorskip("triton")
 

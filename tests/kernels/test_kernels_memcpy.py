@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from _segment_cases import arenas, random_plan, reference
+from support.segment_cases import arenas, random_plan, reference
 
 pytest.importorskip("triton")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _state_cases import make_setup, reference
+from support.state_cases import make_setup, reference
 
 pytest.importorskip("triton")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Final
 
@@ -22,6 +21,7 @@ import attrs
 import numpy as np
 import torch
 
+from benchmarks._harness import host
 from devptr import Column, DevicePtr, Encoding, PtrBuffer, PtrTable, addresses, store
 from devptr.demo.traps import HI, NEG
 from devptr.testing import HIGH_ADDRESSES, TOP_ALIGNED, FakeTensor
@@ -510,13 +510,8 @@ N_STRIDED: Final = 4096
 
 
 def _best_ns(fn: Callable[[], object], number: int, repeat: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter_ns()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter_ns() - t0) / number)
-    return best
+    """The fastest of ``repeat`` samples of ``number`` calls, per call (benchmarks' harness)."""
+    return host(fn, number=number, repeat=repeat, warmup=0).min_ns
 
 
 def fmt_ns(ns: float) -> str:
