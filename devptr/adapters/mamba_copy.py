@@ -177,8 +177,8 @@ class MambaCopyBuffers:
 
     def __init__(
         self,
-        src_ptrs: PtrBuffer[int],
-        dst_ptrs: PtrBuffer[int],
+        src_ptrs: PtrBuffer,
+        dst_ptrs: PtrBuffer,
         sizes: SizeBuffer,
         mamba_group_ids: list[int],
         entries_per_req: int,

@@ -63,10 +63,10 @@ class MambaSpecDecodeMetadata:
         self.block_size = block_size
         self.conv_state_dim_first = conv_state_dim_first
         dev, pin = device, pin_memory
-        self.state_base_addrs: PtrBuffer[int] = PtrBuffer(num_states, device=dev, pin_memory=pin)
+        self.state_base_addrs: PtrBuffer = PtrBuffer(num_states, device=dev, pin_memory=pin)
         self.state_meta = PtrTable(num_states, STATE_META_COLUMNS, device=dev, pin_memory=pin)
-        self.block_table_ptrs: PtrBuffer[int] = PtrBuffer(self.num_groups, device=dev, pin_memory=pin)
-        self.aligned_index_block_table_ptrs: PtrBuffer[int] = PtrBuffer(
+        self.block_table_ptrs: PtrBuffer = PtrBuffer(self.num_groups, device=dev, pin_memory=pin)
+        self.aligned_index_block_table_ptrs: PtrBuffer = PtrBuffer(
             self.num_groups, device=dev, pin_memory=pin
         )
         self.block_table_stride_req = 0

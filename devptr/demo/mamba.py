@@ -51,7 +51,7 @@ class _FakeState:
         return self._addr
 
 
-def _exact(buf: PtrBuffer[int], n: int, want: list[int]) -> bool:
+def _exact(buf: PtrBuffer, n: int, want: list[int]) -> bool:
     views = [buf.host(e) for e in Encoding] + [buf.device(e) for e in Encoding]
     signed = [DevicePtr(a).signed for a in want]
     return all(v[:n].tolist() == (want if v.dtype == torch.uint64 else signed) for v in views)

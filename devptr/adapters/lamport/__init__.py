@@ -228,7 +228,7 @@ class LamportWorkspace:
             )
         peers = [alloc.peer(r, p) for r, p in enumerate(published)]
 
-        table: PtrBuffer[int] = PtrBuffer(layout.capacity, device=dev, pin_memory=False)
+        table: PtrBuffer = PtrBuffer(layout.capacity, device=dev, pin_memory=False)
         # comm and barrier stay null: the placeholders vLLM's layout carries.
         table.fill(layout.section("lamport").start, peers)
         table[layout.section("flag").start] = DevicePtr.of(flag)
@@ -238,10 +238,10 @@ class LamportWorkspace:
         self._alloc: PeerAllocation | None = alloc
         self._flag: torch.Tensor | None = flag
         self._lay: torch.Tensor | None = lay
-        self._table: PtrBuffer[int] | None = table
+        self._table: PtrBuffer | None = table
 
     # -- state ------------------------------------------------------------------------
-    def _open_table(self) -> PtrBuffer[int]:
+    def _open_table(self) -> PtrBuffer:
         table = self._table
         if table is None:
             raise WorkspaceClosedError("this LamportWorkspace was closed; build a new one")
@@ -290,7 +290,7 @@ class LamportWorkspace:
 
     # -- the table --------------------------------------------------------------------
     @property
-    def table(self) -> PtrBuffer[int]:
+    def table(self) -> PtrBuffer:
         """The table (host uint64 + device mirror). Owned by the workspace."""
         return self._open_table()
 
