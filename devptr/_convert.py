@@ -16,8 +16,14 @@ import numpy.typing as npt
 import torch
 
 from devptr import _checked
-from devptr._errors import AddressRangeError, CapacityError, PtrTypeError, describe
-from devptr._ptr import ADDR_LIMIT, SIGN_BIT, DevicePtr, SupportsDataPtr
+from devptr._errors import (
+    AddressRangeError,
+    CapacityError,
+    InvalidValueError,
+    PtrTypeError,
+    describe,
+)
+from devptr._ptr import ADDR_LIMIT, SIGN_BIT, DevicePtr, SupportsDataPtr, storage_extent
 
 U64 = np.dtype(np.uint64)
 U64Array = npt.NDArray[np.uint64]
@@ -145,7 +151,7 @@ def _from_data_ptrs(items: Sequence[object], where: str) -> U64Array:
 
 def _record_extents(items: Sequence[object], addrs: U64Array) -> None:
     for o, a in zip(items, addrs.tolist(), strict=True):
-        extent = _checked.storage_extent(o)
+        extent = storage_extent(o)
         if extent is not None:
             _checked.record(a, *extent)
 
@@ -233,6 +239,18 @@ def uint_value(value: object, where: str, below: int = ADDR_LIMIT) -> int:
         value = int(value)
     if not 0 <= value < below:
         raise AddressRangeError(f"{where} must be in [0, {_bound(below)}) (got {value})")
+    return value
+
+
+def positive_int(value: object, where: str, minimum: int = 1) -> int:
+    """Validate a count or size parameter: an int (not a bool) ``>= minimum``.
+
+    :class:`PtrTypeError` for another type, :class:`InvalidValueError` below ``minimum``.
+    """
+    if type(value) is not int:
+        raise PtrTypeError(f"{where} must be an int >= {minimum} (got {describe(value)})")
+    if value < minimum:
+        raise InvalidValueError(f"{where} must be an int >= {minimum} (got {value})")
     return value
 
 

@@ -57,6 +57,31 @@ def unsigned_address(raw: object, what: str = "data_ptr()") -> int:
     return raw
 
 
+def storage_extent(obj: object) -> tuple[int, int] | None:
+    """The unsigned byte range of the storage behind ``obj``, when it can be found."""
+    get_storage = getattr(obj, "untyped_storage", None)
+    if get_storage is None:
+        return None
+    storage = get_storage()
+    start = unsigned_address(storage.data_ptr())
+    return start, start + int(storage.nbytes())
+
+
+def extent_of(ptr: DevicePtr) -> tuple[int, int] | None:
+    """The storage range ``[start, end)`` (unsigned ints) checked mode recorded for ``ptr``.
+
+    None when nothing was recorded (checked mode off, or an address not taken from a
+    tensor). ``ptr`` is a :class:`DevicePtr`; anything else, a raw int included (it is
+    not an address until it is wrapped), raises :class:`PtrTypeError`.
+    """
+    if not isinstance(ptr, DevicePtr):
+        raise PtrTypeError(
+            f"extent_of() takes a DevicePtr (got {describe(ptr)}); wrap raw addresses with "
+            "DevicePtr(x) or DevicePtr.of(tensor)"
+        )
+    return _checked.extents_get(ptr.addr)
+
+
 def _int_like(value: object) -> bool:
     """An integer that is not a DevicePtr: int, bool, numpy or torch integer scalars."""
     return isinstance(value, int) or hasattr(type(value), "__index__")
@@ -120,7 +145,7 @@ class DevicePtr:
                     f"address plus offset leaves [0, 2**64) (got {hexaddr(raw)})"
                 )
         if _checked.ENABLED:
-            extent = _checked.storage_extent(obj)
+            extent = storage_extent(obj)
             if extent is not None:
                 _checked.record(raw, *extent)
         return cls(raw)

@@ -166,7 +166,7 @@ def store(container: Container, index: Index, ptrs: DevicePtr | Addresses) -> No
         dev = container.view(torch.int64)
         target = dev[index]
         _check_shape(tuple(target.shape), vals)
-        src = torch.from_numpy(np.atleast_1d(np.asarray(vals, dtype=U64)).view(np.int64))
+        src = torch.from_numpy(np.atleast_1d(vals).view(np.int64))  # vals: uint64 already
         dev[index] = src.reshape(target.shape).to(container.device)
         return
     raise PtrTypeError(f"store() needs a torch tensor or numpy array (got {describe(container)})")

@@ -22,7 +22,7 @@ import enum
 import torch
 
 from devptr._encoding import Encoding
-from devptr._errors import CapacityError, LengthMismatchError, PtrTypeError, describe
+from devptr._errors import CapacityError, InvalidValueError, LengthMismatchError, PtrTypeError, describe
 from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._memcpy import BYTE_CHUNK, CHUNK, NUM_WARPS
@@ -136,7 +136,7 @@ def copy_state_blocks(
     if type(block_table_stride) is not int or block_table_stride < 0:
         raise PtrTypeError(f"block_table_stride must be a non-negative int (got {block_table_stride!r})")
     if type(tiles) is not int or not 1 <= tiles <= 65535:
-        raise ValueError(f"tiles must be an int in [1, 65535] (got {tiles!r})")
+        raise InvalidValueError(f"tiles must be an int in [1, 65535] (got {tiles!r})")
     per_req = {"src_cols": src_c, "dst_cols": dst_c, "token_biases": bias_c}
     if idx_mapping is not None:
         idx = _index_table(idx_mapping, "idx_mapping")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from devptr import DevicePtr, DevPtrError, Encoding, PtrTypeError
+from devptr import DevicePtr, DevPtrError, Encoding, InvalidValueError, PtrTypeError
 from devptr.adapters.lamport import (
     FLAG_TIMEOUT,
     SECTION_NAMES,
@@ -35,15 +35,23 @@ def test_layout_sections_cover_3n_plus_2() -> None:
 
 
 @pytest.mark.parametrize(
-    ("world", "comm"), [(0, 1024), (2, 0), (2, 1000), (4, 48), (True, 1024), (2, 1024.0)]
+    ("world", "comm", "error"),
+    [
+        (0, 1024, InvalidValueError),
+        (2, 0, InvalidValueError),
+        (2, 1000, InvalidValueError),
+        (4, 48, InvalidValueError),
+        (True, 1024, PtrTypeError),
+        (2, 1024.0, PtrTypeError),
+    ],
 )
-def test_layout_rejects_bad_sizes(world: object, comm: object) -> None:
-    with pytest.raises(PtrTypeError):
+def test_layout_rejects_bad_sizes(world: object, comm: object, error: type[DevPtrError]) -> None:
+    with pytest.raises(error):
         LamportLayout(world, comm)  # type: ignore[arg-type]
 
 
 def test_layout_unknown_section() -> None:
-    with pytest.raises(PtrTypeError, match="no section 'comms'"):
+    with pytest.raises(InvalidValueError, match="no section 'comms'"):
         LamportLayout(2, 1024).section("comms")
 
 

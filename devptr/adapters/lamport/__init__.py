@@ -24,7 +24,15 @@ import torch.distributed as dist
 
 from devptr._buffer import PtrBuffer
 from devptr._encoding import Encoding, encoding_for
-from devptr._errors import DevPtrError, PtrTypeError, StaleBufferError, describe
+from devptr._errors import (
+    DevPtrError,
+    InvalidValueError,
+    LengthMismatchError,
+    PtrTypeError,
+    StaleBufferError,
+    StateError,
+    describe,
+)
 from devptr._ptr import DevicePtr
 from devptr._storage import check_encoding_arg
 from devptr.adapters.lamport._exchange import all_gather_ptrs
@@ -99,7 +107,7 @@ def comm_size_for(max_message_bytes: int, world_size: int) -> int:
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         if not torch.cuda.is_available():
-            raise DevPtrError("no CUDA device: pass device= (and peer_memory= off CUDA)")
+            raise StateError("no CUDA device: pass device= (and peer_memory= off CUDA)")
         return torch.device("cuda", torch.cuda.current_device())
     dev = torch.device(device)
     if dev.type == "cuda" and dev.index is None:
@@ -109,10 +117,10 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
 
 def _dist_exchange(rank: int, world_size: int, group: dist.ProcessGroup | None) -> Exchange:
     if not dist.is_available() or not dist.is_initialized():
-        raise DevPtrError("torch.distributed is not initialised: init it, or pass exchange=")
+        raise StateError("torch.distributed is not initialised: init it, or pass exchange=")
     got_rank, got_size = dist.get_rank(group), dist.get_world_size(group)
     if (got_rank, got_size) != (rank, world_size):
-        raise DevPtrError(
+        raise InvalidValueError(
             f"the group has this process as rank {got_rank} of {got_size}; "
             f"the workspace was given rank {rank} of {world_size}"
         )
@@ -184,7 +192,7 @@ class LamportWorkspace:
         dev = _resolve_device(device)
         if peer_memory is None:
             if dev.type != "cuda":
-                raise DevPtrError(f"no default peer memory on {dev.type}: pass peer_memory=")
+                raise StateError(f"no default peer memory on {dev.type}: pass peer_memory=")
             peer_memory = SymmetricMemoryPeers()
         if exchange is None:
             exchange = _dist_exchange(rank, world_size, group)
@@ -208,7 +216,7 @@ class LamportWorkspace:
         mem = alloc.tensor
         if mem is not None:
             if mem.dtype != torch.uint8 or mem.numel() < layout.lamport_bytes:
-                raise DevPtrError(
+                raise InvalidValueError(
                     f"peer memory gave {mem.numel()} x {mem.dtype}, need {layout.lamport_bytes} bytes"
                 )
             mem[: layout.lamport_bytes].view(torch.int32).fill_(SENTINEL_BITS - (1 << 32))
@@ -219,11 +227,11 @@ class LamportWorkspace:
 
         published = list(exchange(alloc.local))
         if len(published) != layout.world_size:
-            raise DevPtrError(
+            raise LengthMismatchError(
                 f"the exchange returned {len(published)} addresses for {layout.world_size} ranks"
             )
         if published[rank] != alloc.local:
-            raise DevPtrError(
+            raise InvalidValueError(
                 f"the exchange returned {published[rank]!r} for this rank, which published {alloc.local!r}"
             )
         peers = [alloc.peer(r, p) for r, p in enumerate(published)]
