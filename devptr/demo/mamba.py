@@ -26,40 +26,14 @@ from devptr.adapters.mamba_copy import (
     get_temporal_copy_spec,
 )
 from devptr.adapters.mamba_spec_decode import MambaSpecDecodeMetadata
-<<<<<<< HEAD
 from devptr.demo._fit import print_table
-from devptr.testing import SIGN_BIT_ADDR, SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE
-=======
 from devptr.testing import SIGN_BIT_ADDR, SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE, FakeState
->>>>>>> 7aa9c2ba2b28b9697f88eb3c4b98d1d9a76f92a1
 
 GROUPS = [["mamba.0", "mamba.1"]]
 FUNCS = {name: (get_conv_copy_spec, get_temporal_copy_spec) for name in GROUPS[0]}
 
 
-<<<<<<< HEAD
-class _FakeState:
-    """Shape and strides of a real layout (a meta tensor) at a chosen address."""
-
-    def __init__(self, addr: int, shape: Sequence[int], dtype: torch.dtype) -> None:
-        self._t = torch.empty(tuple(shape), dtype=dtype, device="meta")
-        self._addr = addr
-        self.shape = self._t.shape
-
-    def stride(self) -> tuple[int, ...]:
-        return tuple(self._t.stride())
-
-    def element_size(self) -> int:
-        return self._t.element_size()
-
-    def data_ptr(self) -> int:
-        return self._addr
-
-
 def _exact(buf: PtrBuffer, n: int, want: list[int]) -> bool:
-=======
-def _exact(buf: PtrBuffer[int], n: int, want: list[int]) -> bool:
->>>>>>> 7aa9c2ba2b28b9697f88eb3c4b98d1d9a76f92a1
     views = [buf.host(e) for e in Encoding] + [buf.device(e) for e in Encoding]
     signed = [DevicePtr(a).signed for a in want]
     return all(v[:n].tolist() == (want if v.dtype == torch.uint64 else signed) for v in views)
