@@ -242,3 +242,13 @@ def test_the_four_tables_share_one_base(k: int) -> None:
     if not isinstance(table, PtrTable):  # a PtrTable's views are 2-D records
         with pytest.raises((StateError, TypeError)):
             table.to_device(2)  # type: ignore[attr-defined]
+
+
+def test_ptrbuffer_stays_subscriptable_with_a_default() -> None:
+    from typing import Literal, get_args
+
+    assert get_args(PtrBuffer[Literal[72]]) == (Literal[72],)
+    assert PtrBuffer[int] is not None and PtrBuffer[4] is not None  # type: ignore[valid-type]
+    from devptr._buffer import CapT
+
+    assert CapT.__default__ is int  # type: ignore[attr-defined]
