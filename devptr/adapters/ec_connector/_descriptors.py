@@ -1,8 +1,10 @@
-"""EC connector descriptor buffers: ``(src, dst, nbytes)`` triples over one PtrBuffer.
+"""EC connector descriptor buffers: ``(src, dst, nbytes)`` triples on the core's table base.
 
-A :class:`DescriptorBuffers` handle holds ``capacity`` copies. Its memory is one pooled
-:class:`devptr.PtrBuffer` of ``3 * capacity`` uint64 entries laid out as three contiguous
-columns: ``[0, cap)`` sources, ``[cap, 2*cap)`` destinations, ``[2*cap, 3*cap)`` byte counts.
+A :class:`DescriptorBuffers` handle holds ``capacity`` copies. It is a table of the core's
+one table base (``devptr._table_base.TableBase``: range checks, views, the stale-handle
+check) over pooled storage (:class:`devptr.PtrBufferPool`) of ``3 * capacity`` uint64
+entries laid out as three contiguous columns: ``[0, cap)`` sources, ``[cap, 2*cap)``
+destinations, ``[2*cap, 3*cap)`` byte counts.
 Each column is a contiguous 1-D view, which is what ``swap_blocks_batch`` consumers index.
 
 Byte counts are validated to lie in ``[0, 2**63)``, so the int64 and the uint64 view of the
@@ -67,13 +69,12 @@ class DescriptorBuffers(TableBase):
     :meth:`DescriptorBufferPool.release` every method raises :class:`devptr.StaleBufferError`.
     """
 
-    __slots__ = ("_backend", "_cols", "_device", "_has_mirror")
+    __slots__ = ("_backend", "_cols", "_device")
 
     def __init__(self, storage: Storage, capacity: int, backend: str, device: torch.device) -> None:
         self._attach(storage, capacity)
         self._backend = backend
         self._device = device
-        self._has_mirror = storage.mirror is not None
         # Writable uint64 views of the three columns (zero-copy, over the pooled storage).
         # Writes go here after validation; with a device mirror they first wait for an
         # in-flight to_device copy. Dropped on release, so a stale handle cannot reach them.
