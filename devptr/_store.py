@@ -103,9 +103,12 @@ def _store_one(container: object, index: int, ptr: DevicePtr) -> bool:
         return False
     if arr.ndim != 1 or arr.dtype not in _OK_NUMPY:
         return False
-    if not 0 <= index < arr.shape[0]:
+    if index < 0:
         raise CapacityError(f"store(): index {index} out of range for size {arr.shape[0]}")
-    arr.view(U64)[index] = ptr.addr
+    try:
+        arr.view(U64)[index] = ptr.addr
+    except IndexError:  # past the end: numpy's error, reworded (nothing was written)
+        raise CapacityError(f"store(): index {index} out of range for size {arr.shape[0]}") from None
     return True
 
 
