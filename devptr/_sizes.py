@@ -8,8 +8,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from devptr._convert import uint_array
-from devptr._errors import AddressRangeError, PtrTypeError, describe
+from devptr._convert import uint_array, uint_value
 from devptr._ptr import SIGN_BIT
 from devptr._storage import Storage, as_readonly
 from devptr._table_base import TableBase
@@ -68,10 +67,7 @@ class SizeBuffer(TableBase):
     def __setitem__(self, i: int, value: int) -> None:
         st = self._live()
         k = self._index(i)
-        if type(value) is not int:
-            raise PtrTypeError(f"a size must be an int (got {describe(value)})")
-        if not 0 <= value < SIGN_BIT:
-            raise AddressRangeError(f"a size must be in [0, 2**63) (got {value})")
+        value = uint_value(value, "a size", SIGN_BIT)
         st.wait_host()
         self._np[k] = value
 

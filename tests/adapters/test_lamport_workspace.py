@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from devptr import DevicePtr, DevPtrError, Encoding, InvalidValueError, PtrTypeError
+from devptr import CapacityError, DevicePtr, DevPtrError, Encoding, InvalidValueError, PtrTypeError
 from devptr.adapters.lamport import (
     FLAG_TIMEOUT,
     SECTION_NAMES,
@@ -59,8 +59,10 @@ def test_comm_size_for() -> None:
     assert comm_size_for(4096, 2) == 8192
     assert comm_size_for(4097, 2) == 2 * 4112
     assert LamportLayout(2, comm_size_for(4097, 2)).slot_bytes >= 4097
-    with pytest.raises(PtrTypeError):
+    with pytest.raises(InvalidValueError):
         comm_size_for(0, 2)
+    with pytest.raises(PtrTypeError):
+        comm_size_for(1.5, 2)  # type: ignore[arg-type]
 
 
 def test_local_group_table_points_at_real_buffers() -> None:
@@ -154,7 +156,7 @@ def test_check_reports_a_timed_out_kernel() -> None:
 
 def test_construction_errors() -> None:
     fakes = [DevicePtr(a) for a in HIGH_ADDRESSES[:2]]
-    with pytest.raises(PtrTypeError, match="rank"):
+    with pytest.raises(CapacityError, match="rank"):
         LamportWorkspace(
             2, 2, 1024, device="cpu", peer_memory=FakePeerMemory(fakes), exchange=lambda p: fakes
         )

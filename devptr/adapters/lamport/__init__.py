@@ -23,15 +23,15 @@ import torch
 import torch.distributed as dist
 
 from devptr._buffer import PtrBuffer
+from devptr._convert import index_value, positive_int
 from devptr._encoding import Encoding, encoding_for
 from devptr._errors import (
+    CapacityError,
     DevPtrError,
     InvalidValueError,
     LengthMismatchError,
-    PtrTypeError,
     StaleBufferError,
     StateError,
-    describe,
 )
 from devptr._ptr import DevicePtr
 from devptr._storage import check_encoding_arg
@@ -96,10 +96,8 @@ class LamportTimeoutError(DevPtrError, TimeoutError):
 
 def comm_size_for(max_message_bytes: int, world_size: int) -> int:
     """The smallest ``comm_size`` whose slots hold messages of ``max_message_bytes``."""
-    if type(max_message_bytes) is not int or max_message_bytes <= 0:
-        raise PtrTypeError(f"max_message_bytes must be a positive int (got {describe(max_message_bytes)})")
-    if type(world_size) is not int or world_size <= 0:
-        raise PtrTypeError(f"world_size must be a positive int (got {describe(world_size)})")
+    positive_int(max_message_bytes, "max_message_bytes")
+    positive_int(world_size, "world_size")
     slot = -(-max_message_bytes // SLOT_ALIGN) * SLOT_ALIGN
     return slot * world_size
 
@@ -186,8 +184,8 @@ class LamportWorkspace:
         exchange: Exchange | None = None,
     ) -> None:
         layout = LamportLayout(world_size, comm_size)
-        if type(rank) is not int or not 0 <= rank < world_size:
-            raise PtrTypeError(f"rank must be an int in [0, {world_size}) (got {describe(rank)})")
+        if index_value(rank, "rank", world_size) == world_size:
+            raise CapacityError(f"rank must be in [0, {world_size}) (got {rank})")
         check_encoding_arg(encoding)
         dev = _resolve_device(device)
         if peer_memory is None:
