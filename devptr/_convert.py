@@ -102,7 +102,10 @@ def _mixed(items: Sequence[object], where: str) -> U64Array:
         if isinstance(o, DevicePtr):
             out[k] = o.addr
         elif callable(getattr(o, "data_ptr", None)):
-            out[k] = DevicePtr.of(o).addr  # type: ignore[arg-type]  # has data_ptr()
+            try:
+                out[k] = DevicePtr.of(o).addr  # type: ignore[arg-type]  # has data_ptr()
+            except (PtrTypeError, AddressRangeError) as exc:  # name the item's position
+                raise type(exc)(f"{where}[{k}]: {exc}") from None
         else:
             raise _reject(o, f"{where}[{k}]")
     return out

@@ -252,3 +252,19 @@ def test_ptrbuffer_stays_subscriptable_with_a_default() -> None:
     from devptr._buffer import CapT
 
     assert CapT.__default__ is int  # type: ignore[attr-defined]
+
+
+def test_a_bad_data_ptr_value_names_its_position() -> None:
+    class Odd:
+        def data_ptr(self) -> float:
+            return 1.5
+
+    with pytest.raises(PtrTypeError, match=r"ptrs\[1\]: data_ptr\(\) must be an int"):
+        PtrBuffer(2).fill(0, [torch.zeros(1), Odd()])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=r"ptrs\[0\]: data_ptr\(\) is not an int64 or uint64"):
+        PtrBuffer(2).fill(0, [FakeTensorBeyond()])  # type: ignore[list-item]
+
+
+class FakeTensorBeyond:
+    def data_ptr(self) -> int:
+        return 1 << 64
