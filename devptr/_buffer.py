@@ -47,7 +47,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
     that fails validates first and writes nothing. Indices are ``0 <= i < capacity`` and
     slice bounds ``0 <= b <= capacity`` (no negative indexing, no clamping: a ``-1`` slot
     id is a bug, not "the last entry"). ``PtrBuffer[N]`` names a capacity for type
-    checkers; plain ``PtrBuffer`` is ``PtrBuffer``.
+    checkers; plain ``PtrBuffer`` means ``PtrBuffer[int]`` (any capacity).
     """
 
     __slots__ = ("_np",)

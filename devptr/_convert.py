@@ -104,8 +104,10 @@ def _mixed(items: Sequence[object], where: str) -> U64Array:
         elif callable(getattr(o, "data_ptr", None)):
             try:
                 out[k] = DevicePtr.of(o).addr  # type: ignore[arg-type]  # has data_ptr()
-            except (PtrTypeError, AddressRangeError) as exc:  # name the item's position
-                raise type(exc)(f"{where}[{k}]: {exc}") from None
+            except PtrTypeError as exc:  # name the item's position
+                raise PtrTypeError(f"{where}[{k}]: {exc}") from None
+            except AddressRangeError as exc:
+                raise AddressRangeError(f"{where}[{k}]: {exc}") from None
         else:
             raise _reject(o, f"{where}[{k}]")
     return out
