@@ -58,8 +58,8 @@ class TableSet:
 
     src_mem: torch.Tensor
     dst_mem: torch.Tensor
-    src: PtrBuffer[int]
-    dst: PtrBuffer[int]
+    src: PtrBuffer
+    dst: PtrBuffer
     sizes: SizeBuffer
     src_views: list[torch.Tensor] = field(default_factory=list)
     dst_views: list[torch.Tensor] = field(default_factory=list)
@@ -88,8 +88,8 @@ def build_set(case: Case, device: torch.device, views: bool) -> TableSet:
     dst_mem = torch.randint(0, 256, (total + 64,), dtype=torch.uint8, device=device)
     pin = None if device.type != "cpu" else False
     dev = device if device.type != "cpu" else None
-    src: PtrBuffer[int] = PtrBuffer(n, device=dev, pin_memory=pin)
-    dst: PtrBuffer[int] = PtrBuffer(n, device=dev, pin_memory=pin)
+    src: PtrBuffer = PtrBuffer(n, device=dev, pin_memory=pin)
+    dst: PtrBuffer = PtrBuffer(n, device=dev, pin_memory=pin)
     sizes = SizeBuffer(n, device=dev, pin_memory=pin)
     import numpy as np
 

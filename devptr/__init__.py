@@ -11,12 +11,12 @@ Names are imported on first use (PEP 562), so tools that need only part of the p
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import typing as _typing
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from devptr._buffer import PtrBuffer
-    from devptr._checked import checked, extent_of
+    from devptr._checked import checked
     from devptr._encoding import Encoding, encoding_for, register_backend
     from devptr._errors import (
         AddressOverflowError,
@@ -24,13 +24,15 @@ if TYPE_CHECKING:
         CapacityError,
         CheckedModeError,
         DevPtrError,
+        InvalidValueError,
         LengthMismatchError,
         PtrTypeError,
         StaleBufferError,
+        StateError,
         UnknownBackendError,
     )
     from devptr._pool import PtrBufferPool
-    from devptr._ptr import DevicePtr, SupportsDataPtr
+    from devptr._ptr import DevicePtr, SupportsDataPtr, extent_of
     from devptr._sizes import SizeBuffer
     from devptr._store import addresses, ptr_tensor, store
     from devptr._table import Column, PtrTable
@@ -46,6 +48,7 @@ _HOMES: dict[str, str] = {
     "DevPtrError": "_errors",
     "DevicePtr": "_ptr",
     "Encoding": "_encoding",
+    "InvalidValueError": "_errors",
     "LengthMismatchError": "_errors",
     "PtrBuffer": "_buffer",
     "PtrBufferPool": "_pool",
@@ -53,29 +56,31 @@ _HOMES: dict[str, str] = {
     "PtrTypeError": "_errors",
     "SizeBuffer": "_sizes",
     "StaleBufferError": "_errors",
+    "StateError": "_errors",
     "SupportsDataPtr": "_ptr",
     "UnknownBackendError": "_errors",
     "addresses": "_store",
     "checked": "_checked",
     "encoding_for": "_encoding",
-    "extent_of": "_checked",
+    "extent_of": "_ptr",
     "ptr_tensor": "_store",
     "register_backend": "_encoding",
     "store": "_store",
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'devptr' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"devptr.{home}"), name)
+    value = getattr(_importlib.import_module(f"devptr.{home}"), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+    """The public API (``__all__``) and ``__version__``; not the helpers of this module."""
+    return sorted([*__all__, "__version__"])
 
 
 __all__ = [
@@ -87,6 +92,7 @@ __all__ = [
     "DevPtrError",
     "DevicePtr",
     "Encoding",
+    "InvalidValueError",
     "LengthMismatchError",
     "PtrBuffer",
     "PtrBufferPool",
@@ -94,6 +100,7 @@ __all__ = [
     "PtrTypeError",
     "SizeBuffer",
     "StaleBufferError",
+    "StateError",
     "SupportsDataPtr",
     "UnknownBackendError",
     "addresses",

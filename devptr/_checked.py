@@ -4,7 +4,9 @@ Off by default. Turn it on with ``DEVPTR_CHECKED=1`` in the environment or the
 :func:`checked` context manager. When on, :meth:`DevicePtr.of` records, for the address it
 returns, the byte range ``[start, end)`` of the storage behind the object (a tensor's
 untyped storage). Consumers such as ``devptr.kernels.batch_memcpy`` look ranges up with
-:func:`extent_of` and refuse, before launch, a segment that leaves its storage.
+:func:`devptr.extent_of` (in ``_ptr``, next to DevicePtr) and refuse, before launch, a
+segment that leaves its storage. This module is the registry only and imports nothing
+of devptr.
 
 When off the cost is one module-attribute read per :meth:`DevicePtr.of`.
 """
@@ -33,8 +35,8 @@ def record(addr: int, start: int, end: int) -> None:
         _extents[addr] = (start, end)
 
 
-def extent_of(addr: int) -> tuple[int, int] | None:
-    """The storage range recorded for ``addr`` (unsigned ints), or None if unknown."""
+def extents_get(addr: int) -> tuple[int, int] | None:
+    """The range recorded for the unsigned address ``addr``, or None."""
     return _extents.get(addr)
 
 
@@ -42,16 +44,6 @@ def extents() -> dict[int, tuple[int, int]]:
     """A snapshot of every recorded ``addr -> (start, end)`` (a copy, safe to keep)."""
     with _lock:
         return dict(_extents)
-
-
-def storage_extent(obj: object) -> tuple[int, int] | None:
-    """The unsigned byte range of the storage behind ``obj``, when it can be found."""
-    get_storage = getattr(obj, "untyped_storage", None)
-    if get_storage is None:
-        return None
-    storage = get_storage()
-    start = int(storage.data_ptr()) % (1 << 64)
-    return start, start + int(storage.nbytes())
 
 
 @contextlib.contextmanager

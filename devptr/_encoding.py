@@ -10,7 +10,7 @@ from typing import Final
 import numpy as np
 import torch
 
-from devptr._errors import UnknownBackendError, describe
+from devptr._errors import PtrTypeError, UnknownBackendError, describe
 
 
 class Encoding(enum.Enum):
@@ -37,6 +37,8 @@ class Encoding(enum.Enum):
     @classmethod
     def parse(cls, text: str) -> Encoding:
         """``"U64"``/``"I64"`` (any case) to an Encoding."""
+        if not isinstance(text, str):
+            raise PtrTypeError(f"an encoding name is a str (got {describe(text)})")
         key = text.strip().upper()
         try:
             return cls(key)
@@ -84,12 +86,14 @@ def register_backend(name: str, encoding: Encoding) -> None:
 
     ``name`` is a device type such as ``"xpu"`` or an out-of-tree backend's registered name.
     """
-    if not isinstance(name, str) or not name or ":" in name:
+    if not isinstance(name, str):
+        raise PtrTypeError(f"backend name must be a str (got {describe(name)})")
+    if not name or ":" in name:
         raise UnknownBackendError(
             f"backend name must be a device type such as 'xpu' (got {describe(name)})"
         )
     if not isinstance(encoding, Encoding):
-        raise UnknownBackendError(f"encoding must be an Encoding (got {describe(encoding)})")
+        raise PtrTypeError(f"encoding must be an Encoding (got {describe(encoding)})")
     with _lock:
         _registered[name] = encoding
 
@@ -99,34 +103,69 @@ def _privateuse1_name() -> str | None:
     return str(get()) if get is not None else None
 
 
-def _env_overrides() -> tuple[Encoding | None, dict[str, Encoding]]:
-    text = os.environ.get(ENV_VAR, "").strip()
+Overrides = tuple[Encoding | None, dict[str, Encoding]]
+_env: Overrides | None = None  # DEVPTR_ENCODING, parsed at first use
+
+
+def _parse_env(text: str) -> Overrides:
+    """``DEVPTR_ENCODING``'s value: ``(encoding for every backend, per-backend encodings)``."""
+    text = text.strip()
     if not text:
         return None, {}
-    if "=" not in text:
-        return Encoding.parse(text), {}
-    per: dict[str, Encoding] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        name, sep, enc = part.partition("=")
-        if not sep or not name.strip():
-            raise UnknownBackendError(
-                f"{ENV_VAR} must be 'U64' or 'backend=ENC,...' (got {text!r})"
-            )
-        per[name.strip()] = Encoding.parse(enc)
+    try:
+        if "=" not in text:
+            return Encoding.parse(text), {}
+        per: dict[str, Encoding] = {}
+        for part in text.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            name, sep, enc = part.partition("=")
+            if not sep or not name.strip():
+                raise UnknownBackendError("a backend name is missing")
+            per[name.strip()] = Encoding.parse(enc)
+    except UnknownBackendError as exc:
+        raise UnknownBackendError(
+            f"environment variable {ENV_VAR}={text!r} is invalid: expected 'U64', 'I64' or "
+            f"'backend=ENC,...' such as 'xpu=U64,cuda=I64' ({exc})"
+        ) from None
     return None, per
+
+
+def _env_overrides() -> Overrides:
+    global _env
+    env = _env
+    if env is None:
+        env = _env = _parse_env(os.environ.get(ENV_VAR, ""))
+    return env
+
+
+def reload_environment() -> None:
+    """Re-read ``DEVPTR_ENCODING`` now (it is read once, at the first :func:`encoding_for`).
+
+    For tests and tools that change the environment variable inside one process; see
+    :func:`devptr.testing.encoding_environment` for a context manager that also restores
+    it. Raises :class:`UnknownBackendError` for an invalid value.
+    """
+    global _env
+    with _lock:
+        _env = None
+        _env_overrides()
 
 
 def _device_type(device_or_type: object) -> str:
     if isinstance(device_or_type, str):
-        return torch.device(device_or_type).type if ":" in device_or_type else device_or_type
+        if ":" not in device_or_type:
+            return device_or_type
+        try:
+            return torch.device(device_or_type).type
+        except (RuntimeError, ValueError):
+            raise UnknownBackendError(f"not a device name: {device_or_type!r}") from None
     if isinstance(device_or_type, torch.device):
         return device_or_type.type
     if isinstance(device_or_type, torch.Tensor):
         return device_or_type.device.type
-    raise UnknownBackendError(
+    raise PtrTypeError(
         f"expected a device type name, torch.device or tensor (got {describe(device_or_type)})"
     )
 
@@ -134,7 +173,8 @@ def _device_type(device_or_type: object) -> str:
 def encoding_for(device_or_type: str | torch.device | torch.Tensor) -> Encoding:
     """The default encoding of a backend's consumers: ``xpu`` -> U64, the rest -> I64.
 
-    Resolution order: ``DEVPTR_ENCODING`` (environment, read on each call), then
+    Resolution order: ``DEVPTR_ENCODING`` (environment, read once at the first call;
+    :func:`reload_environment` re-reads it), then
     :func:`register_backend`, then the built-in table. An unknown name raises
     :class:`UnknownBackendError` (a ``ValueError``).
     """

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 
 from devptr._buffer import PtrBuffer
+from devptr._convert import index_value
 from devptr._errors import CapacityError, StaleBufferError, describe
 from devptr._storage import Storage
+from devptr._table_base import TableBase
+
+H = TypeVar("H", bound=TableBase)
 
 
 class PtrBufferPool:
     """Hands out :class:`PtrBuffer` handles over reusable storage, last released first.
 
     ``acquire(n)`` returns a *new* handle of capacity ``n`` over free storage of at least
-    ``n`` entries (allocating ``max(n, min_capacity)`` when none is free).
+    ``n`` entries (allocating ``max(n, min_capacity)`` when none is free), its entries
+    zeroed: a buffer never shows an address of a previous holder (reused storage is
+    cleared on acquire: a memset of the ``n`` entries, plus one of the device mirror).
     ``release(buf)`` invalidates the handle: every later use of it (indexing, fills,
     views, a second release) raises :class:`StaleBufferError`, also once its storage
     serves a new holder. Tensors and arrays taken from a handle are plain views, valid
@@ -39,53 +47,57 @@ class PtrBufferPool:
         pin_memory: bool | None = None,
         max_buffers: int | None = None,
     ) -> None:
-        if type(min_capacity) is not int or min_capacity < 0:
-            raise CapacityError(
-                f"min_capacity must be a non-negative int (got {describe(min_capacity)})"
-            )
-        self._min = min_capacity
+        self._min = index_value(min_capacity, "min_capacity", None)
         self._device = device
         self._pin = pin_memory
         self._max = max_buffers
         self._lock = threading.Lock()
         self._free: list[Storage] = []
-        self._held: dict[int, tuple[PtrBuffer[int], Storage]] = {}
+        self._held: dict[int, tuple[TableBase, Storage]] = {}
         self.allocated = 0
         """Number of storages allocated so far."""
 
-    def acquire(self, n: int) -> PtrBuffer[int]:
-        """A buffer of capacity ``n`` that no other holder has."""
-        if type(n) is not int or n < 0:
-            raise CapacityError(f"n must be a non-negative int (got {describe(n)})")
+    def acquire(self, n: int) -> PtrBuffer:
+        """A buffer of capacity ``n`` that no other holder has, every entry null."""
+        return self._acquire(n, lambda st: PtrBuffer._over(st, n))
+
+    def release(self, buf: PtrBuffer) -> None:
+        """Return ``buf``'s storage to the pool and invalidate the handle."""
+        self._release(buf)
+
+    # -- for tables built on TableBase over pooled storage (the EC descriptor buffers) --
+    def _acquire(self, rows: int, make: Callable[[Storage], H]) -> H:
+        """A new handle ``make(storage)`` over free storage of at least ``rows`` rows."""
+        rows = index_value(rows, "n", None)
         with self._lock:
             if self._max is not None and len(self._held) >= self._max:
                 raise CapacityError(f"pool holds its maximum of {self._max} buffers")
             storage = None
             for k in range(len(self._free) - 1, -1, -1):
-                if self._free[k].rows >= n:
+                if self._free[k].rows >= rows:
                     storage = self._free.pop(k)
                     break
         if storage is None:
-            storage = Storage(max(n, self._min), device=self._device, pin_memory=self._pin)
+            storage = Storage(max(rows, self._min), device=self._device, pin_memory=self._pin)
             with self._lock:
                 self.allocated += 1
-        buf = PtrBuffer._over(storage, n)
+        else:
+            storage.clear(rows)  # no address of the previous holder
+        handle = make(storage)
         with self._lock:
-            self._held[id(buf)] = (buf, storage)
-        return buf
+            self._held[id(handle)] = (handle, storage)
+        return handle
 
-    def release(self, buf: PtrBuffer[int]) -> None:
-        """Return ``buf``'s storage to the pool and invalidate the handle."""
+    def _release(self, handle: TableBase) -> None:
         with self._lock:
-            entry = self._held.get(id(buf))
-            if entry is None or entry[0] is not buf:
-                if isinstance(buf, PtrBuffer) and buf._st is None:
-                    raise StaleBufferError("this PtrBuffer was already released")
-                raise StaleBufferError(f"{describe(buf)} was not acquired from this pool")
-            del self._held[id(buf)]
-            storage = entry[1]
-            buf._st = None
-            self._free.append(storage)
+            entry = self._held.get(id(handle))
+            if entry is None or entry[0] is not handle:
+                if isinstance(handle, TableBase) and handle._st is None:
+                    raise StaleBufferError(f"this {type(handle).__name__} was already released")
+                raise StaleBufferError(f"{describe(handle)} was not acquired from this pool")
+            del self._held[id(handle)]
+            handle._st = None
+            self._free.append(entry[1])
 
     @property
     def held(self) -> int:

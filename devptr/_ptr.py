@@ -39,6 +39,61 @@ def check_int(value: object, what: str = "address") -> int:
     raise PtrTypeError(f"{what} must be an int (got {describe(value)})")
 
 
+def unsigned_address(raw: object, what: str = "data_ptr()") -> int:
+    """Decode a ``data_ptr()``-style value into an unsigned address in ``[0, 2**64)``.
+
+    Backends report an address either unsigned or as an int64 two's-complement value
+    (negative for addresses at or above 2**63); both decode to the same address. The one
+    place devptr does this for a single value (arrays: :func:`devptr._convert.ptr_array`).
+    """
+    if type(raw) is not int:
+        raw = check_int(raw, what)
+    if raw < 0:
+        if raw < -SIGN_BIT:
+            raise AddressRangeError(f"{what} is not an int64 or uint64 value (got {hexaddr(raw)})")
+        return raw + ADDR_LIMIT
+    if raw >= ADDR_LIMIT:
+        raise AddressRangeError(f"{what} is not an int64 or uint64 value (got {hexaddr(raw)})")
+    return raw
+
+
+def storage_extent(obj: object) -> tuple[int, int] | None:
+    """The unsigned byte range of the storage behind ``obj``, when it can be found."""
+    get_storage = getattr(obj, "untyped_storage", None)
+    if get_storage is None:
+        return None
+    storage = get_storage()
+    start = unsigned_address(storage.data_ptr())
+    return start, start + int(storage.nbytes())
+
+
+def extent_of(ptr: DevicePtr) -> tuple[int, int] | None:
+    """The storage range ``[start, end)`` (unsigned ints) checked mode recorded for ``ptr``.
+
+    None when nothing was recorded (checked mode off, or an address not taken from a
+    tensor). ``ptr`` is a :class:`DevicePtr`; anything else, a raw int included (it is
+    not an address until it is wrapped), raises :class:`PtrTypeError`.
+    """
+    if not isinstance(ptr, DevicePtr):
+        raise PtrTypeError(
+            f"extent_of() takes a DevicePtr (got {describe(ptr)}); wrap raw addresses with "
+            "DevicePtr(x) or DevicePtr.of(tensor)"
+        )
+    return _checked.extents_get(ptr.addr)
+
+
+def _int_like(value: object) -> bool:
+    """An integer that is not a DevicePtr: int, bool, numpy or torch integer scalars."""
+    return isinstance(value, int) or hasattr(type(value), "__index__")
+
+
+def _refuse_compare(p: DevicePtr, op: str, other: object) -> PtrTypeError:
+    return PtrTypeError(
+        f"{p!r} {op} {describe(other)}: a DevicePtr compares only with a DevicePtr; "
+        f"write p.addr {op} n (unsigned) or p {op} DevicePtr(n)"
+    )
+
+
 def _valid_addr(_inst: object, _attr: attrs.Attribute[int], value: int) -> None:
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -47,11 +102,15 @@ def _valid_addr(_inst: object, _attr: attrs.Attribute[int], value: int) -> None:
         raise AddressRangeError(f"address must be in [0, 2**64) (got {hexaddr(value)})")
 
 
-@attrs.frozen(order=True, repr=False)
+@attrs.frozen(eq=False, repr=False)
 class DevicePtr:
     """A device address, held as an unsigned int in ``[0, 2**64)``.
 
-    Comparisons are unsigned. There is deliberately no ``__int__``/``__index__``: code
+    Comparisons are unsigned and between DevicePtrs only: ``DevicePtr(16) == 16`` and
+    ``DevicePtr(16) < 17`` both raise :class:`PtrTypeError` (a TypeError), because an
+    equality with a raw int (``p == t.data_ptr()``) would be silently False for every
+    address a backend reports signed. Other objects compare unequal (``p == None`` is
+    False). There is deliberately no ``__int__``/``__index__``: code
     says ``.addr`` (unsigned) or ``.signed`` (int64 two's complement), so a DevicePtr
     never slips into an integer tensor or array unnoticed.
 
@@ -74,29 +133,19 @@ class DevicePtr:
         mode the extent of the object's storage is remembered for the result.
         """
         get = getattr(obj, "data_ptr", None)
-        if get is None:
+        if get is None or isinstance(obj, DevicePtr):
             raise PtrTypeError(
                 f"DevicePtr.of() needs an object with data_ptr() (got {describe(obj)})"
             )
-        raw = get()
-        if type(raw) is not int:
-            raw = check_int(raw, "data_ptr()")
-        if raw < 0:
-            if raw < -SIGN_BIT:
-                raise AddressRangeError(
-                    f"data_ptr() is not an int64 or uint64 value (got {hexaddr(raw)})"
-                )
-            raw += ADDR_LIMIT
+        raw = unsigned_address(get())
         if offset:
             raw += check_int(offset, "offset")
             if not 0 <= raw < ADDR_LIMIT:
                 raise AddressOverflowError(
                     f"address plus offset leaves [0, 2**64) (got {hexaddr(raw)})"
                 )
-        elif raw >= ADDR_LIMIT:
-            raise AddressRangeError(f"address must be in [0, 2**64) (got {hexaddr(raw)})")
         if _checked.ENABLED:
-            extent = _checked.storage_extent(obj)
+            extent = storage_extent(obj)
             if extent is not None:
                 _checked.record(raw, *extent)
         return cls(raw)
@@ -166,6 +215,41 @@ class DevicePtr:
         if not 0 <= r < ADDR_LIMIT:
             raise AddressOverflowError(f"{self!r} - {other} leaves [0, 2**64) (got {hexaddr(r)})")
         return DevicePtr(r)
+
+    # -- comparisons: unsigned, DevicePtr with DevicePtr only -------------------------
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DevicePtr):
+            return self.addr == other.addr
+        if _int_like(other):
+            raise _refuse_compare(self, "==", other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        if isinstance(other, DevicePtr):
+            return self.addr != other.addr
+        if _int_like(other):
+            raise _refuse_compare(self, "!=", other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.addr)
+
+    def _key(self, op: str, other: object) -> int:
+        if isinstance(other, DevicePtr):
+            return other.addr
+        raise _refuse_compare(self, op, other)
+
+    def __lt__(self, other: DevicePtr) -> bool:
+        return self.addr < self._key("<", other)
+
+    def __le__(self, other: DevicePtr) -> bool:
+        return self.addr <= self._key("<=", other)
+
+    def __gt__(self, other: DevicePtr) -> bool:
+        return self.addr > self._key(">", other)
+
+    def __ge__(self, other: DevicePtr) -> bool:
+        return self.addr >= self._key(">=", other)
 
     def __repr__(self) -> str:
         return f"DevicePtr({self.addr:#x})"

@@ -1,7 +1,8 @@
-"""Host uint64 storage (optionally pinned) with an optional device mirror.
+"""Host uint64 storage (optionally pinned) with an optional device mirror; device resolution.
 
-Shared by :class:`PtrBuffer` and :class:`PtrTable`. The host tensor owns the memory; the
-numpy array is a zero-copy alias of it; the device mirror is a separate allocation that
+The memory behind every table (:class:`~devptr._table_base.TableBase`: PtrBuffer, PtrTable,
+SizeBuffer, the EC descriptor buffers). The host tensor owns the memory; the numpy array
+is a zero-copy alias of it; the device mirror is a separate allocation that
 :meth:`Storage.copy_to_device` fills with one host-to-device copy.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from devptr._convert import U64Array
-from devptr._errors import CapacityError, DevPtrError, PtrTypeError, describe
+from devptr._convert import U64Array, index_value
+from devptr._errors import PtrTypeError, StateError, describe
 
 
 def accelerator_available() -> bool:
@@ -22,6 +23,44 @@ def accelerator_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def current_device() -> torch.device:
+    """The current accelerator device (with its index), or the CPU when torch sees none."""
+    acc = getattr(torch, "accelerator", None)
+    if acc is not None and acc.is_available():
+        dev = acc.current_accelerator()
+        index = getattr(acc, "current_device_index", None) or getattr(acc, "current_device_idx", None)
+        if dev is not None:
+            return torch.device(dev.type, index()) if index is not None else torch.device(dev.type)
+    if torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``device`` as a torch.device; a bare ``"cuda"`` gets the current CUDA index.
+
+    The one place devptr turns a user's device argument into a device: a value torch does
+    not parse is a :class:`PtrTypeError`; a device whose driver or runtime torch cannot
+    reach is a :class:`StateError` (a RuntimeError), never torch's own exception.
+    """
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
+        raise PtrTypeError(f"device must be a torch device (got {describe(device)}): {exc}") from None
+    if dev.type == "cuda" and dev.index is None:
+        try:
+            dev = torch.device("cuda", torch.cuda.current_device())
+        except (RuntimeError, AssertionError) as exc:
+            raise device_unavailable(dev, exc) from None
+    return dev
+
+
+def device_unavailable(dev: torch.device | str, exc: BaseException) -> StateError:
+    """The StateError for a device torch cannot reach (its driver or build is missing)."""
+    first = (str(exc).splitlines() or [""])[0]
+    return StateError(f"device {str(dev)!r} is not available ({type(exc).__name__}: {first})")
+
+
 def _alloc_host(shape: tuple[int, ...], pin_memory: bool | None) -> tuple[torch.Tensor, bool]:
     if pin_memory is None:
         pin_memory = accelerator_available()
@@ -30,7 +69,7 @@ def _alloc_host(shape: tuple[int, ...], pin_memory: bool | None) -> tuple[torch.
     try:
         return torch.zeros(shape, dtype=torch.uint64, pin_memory=True), True
     except RuntimeError as exc:
-        raise DevPtrError(
+        raise StateError(
             "pinned host memory needs an accelerator, and torch found none "
             f"({exc.__class__.__name__}: {str(exc).splitlines()[0]}); "
             "pass pin_memory=None to pin only when possible, or pin_memory=False"
@@ -53,8 +92,7 @@ class Storage:
         device: str | torch.device | None = None,
         pin_memory: bool | None = None,
     ) -> None:
-        if type(rows) is not int or rows < 0:
-            raise CapacityError(f"capacity must be a non-negative int (got {describe(rows)})")
+        rows = index_value(rows, "capacity", None)
         shape = (rows,) if cols == 0 else (rows, cols)
         self.rows = rows
         self.host, self.pinned = _alloc_host(shape, pin_memory)
@@ -64,16 +102,19 @@ class Storage:
         self._event: torch.Event | None = None  # set while an async copy may read the host
         self._event_obj: torch.Event | None = None  # created once, recorded per copy
         if device is not None:
+            dev = resolve_device(device)
             try:
-                dev = torch.device(device)
-            except (RuntimeError, TypeError) as exc:
-                raise PtrTypeError(
-                    f"device must be a torch device (got {describe(device)}): {exc}"
-                ) from None
-            if dev.type != "cpu" and dev.index is None and dev.type == "cuda":
-                dev = torch.device("cuda", torch.cuda.current_device())
+                self.mirror = torch.zeros(shape, dtype=torch.uint64, device=dev)
+            except (RuntimeError, AssertionError) as exc:
+                raise device_unavailable(dev, exc) from None
             self.device = dev
-            self.mirror = torch.zeros(shape, dtype=torch.uint64, device=dev)
+
+    def clear(self, rows: int) -> None:
+        """Zero the first ``rows`` rows, host and device mirror (a pool hands storage over)."""
+        self.wait_host()
+        self.np[:rows] = 0
+        if self.mirror is not None and rows:
+            self.mirror[:rows].zero_()
 
     def wait_host(self) -> None:
         """Block until an in-flight asynchronous copy from the host memory has finished."""
@@ -89,7 +130,7 @@ class Storage:
         write through the owning buffer waits for it, so the copy never sees later data.
         """
         if self.mirror is None:
-            raise DevPtrError("this buffer has no device mirror: construct it with device=...")
+            raise StateError("this table has no device mirror: construct it with device=...")
         if n == 0:
             return
         src = self.host[:n].view(torch.int64)
@@ -108,16 +149,16 @@ class Storage:
             self._event = ev
 
 
+def as_readonly(arr: np.ndarray) -> np.ndarray:
+    """A read-only view of ``arr``."""
+    v = arr.view()
+    v.flags.writeable = False
+    return v
+
+
 def check_encoding_arg(encoding: object) -> None:
     """Raise unless ``encoding`` is an Encoding or None."""
     from devptr._encoding import Encoding
 
     if encoding is not None and not isinstance(encoding, Encoding):
         raise PtrTypeError(f"encoding must be an Encoding or None (got {describe(encoding)})")
-
-
-def as_readonly(arr: np.ndarray) -> np.ndarray:
-    """A read-only view of ``arr``."""
-    v = arr.view()
-    v.flags.writeable = False
-    return v

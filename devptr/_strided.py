@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from devptr._convert import U64, U64Array, int_array
+from devptr._convert import U64, U64Array, uint_array
 from devptr._errors import (
     AddressOverflowError,
     AddressRangeError,
@@ -37,12 +37,10 @@ def strided_addresses(
     fast = _fast_path(base, index, stride, offset, out)
     if fast is not None:
         return fast
-    idx = int_array(index, "index", allow_scalar=False)
-    if idx.ndim != 1:
-        raise PtrTypeError(f"index must be 1-D (got shape {idx.shape})")
+    idx, _ = uint_array(index, "index")
     n = idx.shape[0]
-    strd = int_array(stride, "stride")
-    offs = int_array(offset, "offset")
+    strd, _ = uint_array(stride, "stride", scalar=True)
+    offs, _ = uint_array(offset, "offset", scalar=True)
     for name, arr in (("stride", strd), ("offset", offs)):
         if arr.ndim not in (0, 1) or (arr.ndim == 1 and arr.shape[0] != n):
             raise LengthMismatchError(f"{name} must be an int or have {n} entries (got shape {arr.shape})")
@@ -56,19 +54,19 @@ def strided_addresses(
     if offs.ndim == 0:
         o = int(offs)
         if b + o > _MAX:
-            raise AddressOverflowError(f"base {base!r} + offset {o:#x} leaves [0, 2**64)")
+            raise AddressOverflowError(f"base {base!r} + offset {o} leaves [0, 2**64)")
         room: np.ndarray | int = _MAX - b - o
     else:
         omax = int(offs.max())
         if b + omax > _MAX:
-            raise AddressOverflowError(f"base {base!r} + offset {omax:#x} leaves [0, 2**64)")
+            raise AddressOverflowError(f"base {base!r} + offset {omax} leaves [0, 2**64)")
         room = np.uint64(_MAX - b) - offs
     if strd.ndim == 0 and isinstance(room, int):
         s = int(strd)
         imax = int(idx.max())
         if s and imax > room // s:
             raise AddressOverflowError(
-                f"{base!r} + index {imax} * stride {s:#x} + offset leaves [0, 2**64) "
+                f"{base!r} + index {imax} * stride {s} + offset leaves [0, 2**64) "
                 f"(got {b + imax * s + (_MAX - b - room):#x})"
             )
     else:
@@ -80,7 +78,7 @@ def strided_addresses(
         if bad.any():
             i = int(np.argmax(bad))
             raise AddressOverflowError(
-                f"{base!r} + index {int(idx[i])} * stride {int(s_arr[i]):#x} + offset "
+                f"{base!r} + index {int(idx[i])} * stride {int(s_arr[i])} + offset "
                 f"leaves [0, 2**64) at entry {i}"
             )
     res = out if out is not None else np.empty(n, dtype=U64)
@@ -129,7 +127,7 @@ def _fast_path(
     top = base.addr + hi * s + o
     if top > _MAX:
         raise AddressOverflowError(
-            f"{base!r} + index {hi} * stride {s:#x} + offset {o:#x} leaves [0, 2**64) (got {top:#x})"
+            f"{base!r} + index {hi} * stride {s} + offset {o} leaves [0, 2**64) (got {top:#x})"
         )
     res = out if out is not None else np.empty(n, dtype=U64)
     np.multiply(index, np.uint64(s), out=res, dtype=U64, casting="unsafe")

@@ -9,18 +9,16 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from devptr._convert import U64, U64Array, ptr_array
-from devptr._encoding import Encoding, encoding_for
+from devptr._convert import U64, Addresses, U64Array, ptr_array
 from devptr._errors import (
     AddressRangeError,
-    CapacityError,
-    DevPtrError,
     LengthMismatchError,
     PtrTypeError,
     describe,
 )
 from devptr._ptr import SIGN_BIT, DevicePtr
-from devptr._storage import Storage, as_readonly, check_encoding_arg
+from devptr._storage import Storage, as_readonly
+from devptr._table_base import AddressTable
 
 
 class Column(enum.Enum):
@@ -36,7 +34,11 @@ class Column(enum.Enum):
     """
 
 
-class PtrTable:
+IntValues = Sequence[int] | npt.NDArray[np.integer]
+"""What an INT column takes: ints, or a 1-D integer array."""
+
+
+class PtrTable(AddressTable):
     """``capacity`` records of named 64-bit columns, row-major, as one host uint64 array.
 
     The 2-D layout ``[capacity, len(columns)]`` is what kernels index
@@ -54,7 +56,7 @@ class PtrTable:
         As for :class:`PtrBuffer`.
     """
 
-    __slots__ = ("_cols", "_index", "_st")
+    __slots__ = ("_cols", "_pos")
 
     def __init__(
         self,
@@ -76,21 +78,9 @@ class PtrTable:
         if len(set(names)) != len(names):
             raise PtrTypeError(f"duplicate column names in {names}")
         self._cols: dict[str, Column] = dict(items)
-        self._index = {n: k for k, n in enumerate(names)}
-        self._st = Storage(capacity, len(items), device=device, pin_memory=pin_memory)
-
-    @property
-    def capacity(self) -> int:
-        """Number of records."""
-        return self._st.rows
-
-    def __len__(self) -> int:
-        return self._st.rows
-
-    @property
-    def device_type(self) -> torch.device | None:
-        """The device of the mirror, or None for a host-only table."""
-        return self._st.device
+        self._pos = {n: k for k, n in enumerate(names)}
+        st = Storage(capacity, len(items), device=device, pin_memory=pin_memory)
+        self._attach(st, st.rows)
 
     @property
     def columns(self) -> dict[str, Column]:
@@ -100,11 +90,11 @@ class PtrTable:
     def column_index(self, name: str) -> int:
         """Position of column ``name`` within a record (for kernels)."""
         try:
-            return self._index[name]
+            return self._pos[name]
         except KeyError:
             raise PtrTypeError(f"no column {name!r}; columns are {list(self._cols)}") from None
 
-    def _column_values(self, name: str, values: object) -> U64Array:
+    def _column_values(self, name: str, values: Addresses | IntValues) -> U64Array:
         kind = self._cols[name]
         if kind is Column.PTR:
             return ptr_array(values, f"column {name!r}")
@@ -119,7 +109,7 @@ class PtrTable:
             )
         return arr.astype(np.int64).view(U64)
 
-    def fill(self, start: int, **columns: object) -> int:
+    def fill(self, start: int, **columns: Addresses | IntValues) -> int:
         """Write records from ``start``; every column must be given, all of one length.
 
         Pointer columns take DevicePtrs, tensors or uint64 arrays; INT columns take 1-D
@@ -137,19 +127,16 @@ class PtrTable:
         count = next(iter(lengths.values()))
         if any(c != count for c in lengths.values()):
             raise LengthMismatchError(f"columns differ in length: {lengths}")
-        if type(start) is not int or not 0 <= start or start + count > self.capacity:
-            raise CapacityError(
-                f"{count} records from {describe(start)} exceed capacity {self.capacity}"
-            )
-        self._st.wait_host()
+        first = self._span(start, int(count), "records")
+        st = self._live()
+        st.wait_host()
         for n, v in vals.items():
-            self._st.np[start : start + count, self._index[n]] = v
-        return start + int(count)
+            st.np[first : first + count, self._pos[n]] = v
+        return first + int(count)
 
-    def __setitem__(self, row: int, record: Mapping[str, object]) -> None:
-        if type(row) is not int or not 0 <= row < self.capacity:
-            raise CapacityError(f"row {describe(row)} out of range for capacity {self.capacity}")
-        wrapped: dict[str, object] = {}
+    def __setitem__(self, row: int, record: Mapping[str, DevicePtr | int]) -> None:
+        self._index(row, "row")
+        wrapped: dict[str, Addresses | IntValues] = {}
         for n, v in record.items():
             if n in self._cols and self._cols[n] is Column.PTR:
                 if type(v) is not DevicePtr:
@@ -159,52 +146,23 @@ class PtrTable:
                 if type(v) is not int:
                     raise PtrTypeError(f"column {n!r} takes an int (got {describe(v)})")
                 if not -SIGN_BIT <= v < SIGN_BIT:
-                    raise AddressRangeError(f"column {n!r} value {v:#x} does not fit int64")
+                    raise AddressRangeError(f"column {n!r} value {v} does not fit int64")
                 wrapped[n] = [v]
         self.fill(row, **wrapped)
 
     def __getitem__(self, row: int) -> dict[str, DevicePtr | int]:
-        if type(row) is not int or not 0 <= row < self.capacity:
-            raise CapacityError(f"row {describe(row)} out of range for capacity {self.capacity}")
-        words = self._st.np[row].tolist()
+        words = self._live().np[self._index(row, "row")].tolist()
         out: dict[str, DevicePtr | int] = {}
         for n, kind in self._cols.items():
-            w = words[self._index[n]]
+            w = words[self._pos[n]]
             out[n] = DevicePtr(w) if kind is Column.PTR else (w - (1 << 64) if w >= SIGN_BIT else w)
         return out
 
     def column(self, name: str) -> U64Array | npt.NDArray[np.int64]:
         """Read-only view of one column: uint64 for PTR, int64 for INT (zero-copy)."""
-        col = self._st.np[:, self.column_index(name)]
+        col = self._live().np[:, self.column_index(name)]
         return as_readonly(col if self._cols[name] is Column.PTR else col.view(np.int64))
 
     def numpy(self) -> U64Array:
         """Read-only uint64 view of the whole ``[capacity, ncols]`` host table."""
-        return as_readonly(self._st.np)
-
-    def _enc(self, encoding: Encoding | None) -> Encoding:
-        check_encoding_arg(encoding)
-        if encoding is not None:
-            return encoding
-        return encoding_for(self._st.device if self._st.device is not None else "cpu")
-
-    def host(self, encoding: Encoding | None = None) -> torch.Tensor:
-        """The host table as a 2-D tensor of ``encoding``'s dtype (zero-copy)."""
-        return self._st.host.view(self._enc(encoding).torch_dtype)
-
-    def device(self, encoding: Encoding | None = None) -> torch.Tensor:
-        """The device mirror as a 2-D tensor of ``encoding``'s dtype (zero-copy)."""
-        if self._st.mirror is None:
-            raise DevPtrError("this table has no device mirror: construct it with device=...")
-        return self._st.mirror.view(self._enc(encoding).torch_dtype)
-
-    def to_device(
-        self, n: int | None = None, *, encoding: Encoding | None = None, non_blocking: bool = True
-    ) -> torch.Tensor:
-        """Copy the first ``n`` records (default: all) in one copy; return their device view."""
-        count = self.capacity if n is None else n
-        if type(count) is not int or not 0 <= count <= self.capacity:
-            raise CapacityError(f"n must be an int in [0, {self.capacity}] (got {describe(n)})")
-        enc = self._enc(encoding)
-        self._st.copy_to_device(count, non_blocking)
-        return self.device(enc)[:count]
+        return as_readonly(self._live().np)

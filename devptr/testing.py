@@ -6,6 +6,8 @@
   fixture) that runs code "as if" every tensor address had bit 63 set, by flipping bit 63
   of what ``Tensor.data_ptr()`` and ``UntypedStorage.data_ptr()`` return. Use it for host
   paths that build tables; translate back with :func:`real_address` before dereferencing.
+- :func:`encoding_environment`: run a block with another ``DEVPTR_ENCODING`` (devptr reads
+  the variable once, at first use).
 """
 
 from __future__ import annotations
@@ -81,6 +83,39 @@ class FakeTensor:
 def fake_tensors(base: int = XPU_BASE, count: int = 4, stride: int = 1 << 20) -> list[FakeTensor]:
     """``count`` fakes at ``base, base + stride, ...`` (all below 2**64)."""
     return [FakeTensor(base + k * stride) for k in range(count)]
+
+
+@contextlib.contextmanager
+def encoding_environment(value: str | None) -> Iterator[None]:
+    """Run a block with ``DEVPTR_ENCODING`` set to ``value`` (None: unset), then restore it.
+
+    devptr reads the variable once, at the first :func:`devptr.encoding_for`; this sets
+    it, re-reads it (:func:`devptr._encoding.reload_environment`), and on exit restores
+    the previous value and the :func:`devptr.register_backend` registry. For tests and
+    tools in one process; not for concurrent threads.
+    """
+    from devptr import _encoding
+
+    old_env = os.environ.get(_encoding.ENV_VAR)
+    with _encoding._lock:
+        old_reg = dict(_encoding._registered)
+    _set_env(_encoding.ENV_VAR, value)
+    try:
+        _encoding.reload_environment()
+        yield
+    finally:
+        _set_env(_encoding.ENV_VAR, old_env)
+        with _encoding._lock:
+            _encoding._registered.clear()
+            _encoding._registered.update(old_reg)
+        _encoding.reload_environment()
+
+
+def _set_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 _lock = threading.Lock()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import torch
 from rich.console import Console
@@ -33,6 +34,48 @@ def test_demo_runs_and_is_bit_exact() -> None:
     assert "all bit-exact" in out
     assert "MISMATCH" not in out
     assert "Overflow when unpacking long long" in out
+
+
+def _render(width: int) -> str:
+    buf = io.StringIO()
+    run_demo(Console(file=buf, width=width, color_system=None))
+    return buf.getvalue()
+
+
+ADDRESS = re.compile(r"DevicePtr\(0x[0-9a-f]+\)|0x[0-9a-f]{6,}|-?\b\d{12,}\b")
+VERDICTS = (
+    "all bit-exact",
+    "byte-exact",
+    "bytes match torch",
+    "both encodings decode to the same addresses: yes",
+    "ValueError: Overflow",
+)
+
+
+def _fake(token: str) -> bool:
+    text = token.removeprefix("DevicePtr(").rstrip(")")
+    value = int(text, 16) if text.startswith("0x") else int(text)
+    return value < 0 or value >= 2**63 or text.startswith("0x7f3a")
+
+
+def test_demo_is_readable_at_80_columns() -> None:
+    wide, wide_again, narrow = _render(200), _render(200), _render(80)
+    lines = narrow.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert "\u2026" not in narrow  # rich's ellipsis: nothing cut
+    # The fake (XPU-like, bit 63 set) addresses and the fake host region are the same in
+    # every run; real tensors' addresses are not, so only the deterministic ones are compared.
+    stable = {a for a in set(ADDRESS.findall(wide)) & set(ADDRESS.findall(wide_again)) if _fake(a)}
+    assert len(stable) >= 30
+    missing = sorted(a for a in stable if a not in set(ADDRESS.findall(narrow)))
+    assert not missing, f"addresses not printed whole at 80 columns: {missing}"
+    flat = " ".join(narrow.split())  # prose wraps at 80 columns; verdict words stay whole
+    for verdict in VERDICTS:
+        assert verdict in flat, verdict
+    assert "MISMATCH" not in narrow and "fails" in narrow  # the trap verdicts are shown too
+    # every trap's verdict appears next to its spelling, whole
+    for o in run_traps():
+        assert o.spelling.split()[0] in narrow
 
 
 def test_cli_demo_subprocess() -> None:

@@ -21,7 +21,7 @@ import attrs
 import torch
 
 from devptr import DevicePtr
-from devptr._errors import AddressOverflowError, DevPtrError, PtrTypeError, describe
+from devptr._errors import AddressOverflowError, InvalidValueError, PtrTypeError, describe
 from devptr._ptr import ADDR_LIMIT
 
 
@@ -140,7 +140,7 @@ def geometry(state: StateLike) -> Geometry:
     """Measure ``state`` once; raises if its blocks would run past 2**64."""
     shape = tuple(state.shape)
     if not shape:
-        raise DevPtrError("a state tensor needs a leading block dimension")
+        raise InvalidValueError("a state tensor needs a leading block dimension")
     strides = tuple(state.stride())
     es = int(state.element_size())
     base = DevicePtr.of(state)

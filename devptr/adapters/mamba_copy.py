@@ -26,7 +26,8 @@ import numpy.typing as npt
 import torch
 
 from devptr import DevicePtr, PtrBuffer
-from devptr._errors import CapacityError, DevPtrError
+from devptr._errors import CapacityError, PtrTypeError
+from devptr._ptr import unsigned_address
 from devptr.adapters._mamba_layout import (
     CONV,
     TEMPORAL,
@@ -157,8 +158,8 @@ def _spec_start(spec: object) -> DevicePtr:
         return spec.start
     raw = getattr(spec, "start_addr", None)  # vLLM's MambaCopySpec: an int from data_ptr()
     if type(raw) is int:
-        return DevicePtr(raw) if raw >= 0 else DevicePtr.from_signed(raw)
-    raise DevPtrError(f"a copy function returned {spec!r}: expected a MambaCopySpec")
+        return DevicePtr(unsigned_address(raw, "start_addr"))
+    raise PtrTypeError(f"a copy function returned {spec!r}: expected a MambaCopySpec")
 
 
 class MambaCopyBuffers:
@@ -177,8 +178,8 @@ class MambaCopyBuffers:
 
     def __init__(
         self,
-        src_ptrs: PtrBuffer[int],
-        dst_ptrs: PtrBuffer[int],
+        src_ptrs: PtrBuffer,
+        dst_ptrs: PtrBuffer,
         sizes: SizeBuffer,
         mamba_group_ids: list[int],
         entries_per_req: int,

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from devptr import DevicePtr, PtrBuffer, PtrTable
-from devptr._errors import DevPtrError, LengthMismatchError
+from devptr._errors import InvalidValueError, LengthMismatchError, StateError
 from devptr.adapters._mamba_layout import (
     CONV,
     copy_kind,
@@ -63,10 +63,10 @@ class MambaSpecDecodeMetadata:
         self.block_size = block_size
         self.conv_state_dim_first = conv_state_dim_first
         dev, pin = device, pin_memory
-        self.state_base_addrs: PtrBuffer[int] = PtrBuffer(num_states, device=dev, pin_memory=pin)
+        self.state_base_addrs: PtrBuffer = PtrBuffer(num_states, device=dev, pin_memory=pin)
         self.state_meta = PtrTable(num_states, STATE_META_COLUMNS, device=dev, pin_memory=pin)
-        self.block_table_ptrs: PtrBuffer[int] = PtrBuffer(self.num_groups, device=dev, pin_memory=pin)
-        self.aligned_index_block_table_ptrs: PtrBuffer[int] = PtrBuffer(
+        self.block_table_ptrs: PtrBuffer = PtrBuffer(self.num_groups, device=dev, pin_memory=pin)
+        self.aligned_index_block_table_ptrs: PtrBuffer = PtrBuffer(
             self.num_groups, device=dev, pin_memory=pin
         )
         self.block_table_stride_req = 0
@@ -123,18 +123,20 @@ class MambaSpecDecodeMetadata:
         for pos, _gid, layer, s_idx, func in entries:
             states = layer_states(forward_context, layer)
             if len(states) < len(funcs_for(mamba_state_copy_funcs, layer)):
-                raise DevPtrError(f"layer {layer!r}: fewer state tensors than copy functions")
+                raise LengthMismatchError(f"layer {layer!r}: fewer state tensors than copy functions")
             state = states[s_idx]
             kind = copy_kind(func)
             if kind is None:
-                raise DevPtrError(f"layer {layer!r}: unknown copy function {func!r}")
+                raise InvalidValueError(f"layer {layer!r}: unknown copy function {func!r}")
             g = geometry(state)
             bases.append(g.base)
             row = dict.fromkeys(cols, 0)
             row.update(block_stride=g.block_stride, copy_bytes=g.block_bytes, rows=1, group=pos)
             if kind == CONV:
                 if len(tuple(state.shape)) != 3:
-                    raise DevPtrError(f"layer {layer!r}: expected a 3-D conv state, got {tuple(state.shape)}")
+                    raise InvalidValueError(
+                        f"layer {layer!r}: expected a 3-D conv state, got {tuple(state.shape)}"
+                    )
                 if self.conv_state_dim_first:  # [blocks, dim, width]: shift along the last axis
                     row.update(
                         conv_width=int(state.shape[2]),
@@ -150,7 +152,7 @@ class MambaSpecDecodeMetadata:
             raise LengthMismatchError(f"found {len(bases)} states, expected {self.num_states}")
         strides = {int(t.stride()[0]) for t in (*block_tables, *aligned)}
         if len(strides) > 1:
-            raise DevPtrError(f"all Mamba block tables must share stride(0) (got {sorted(strides)})")
+            raise InvalidValueError(f"all Mamba block tables must share stride(0) (got {sorted(strides)})")
         self.block_table_stride_req = next(iter(strides), 0)
         self.state_base_addrs.fill(0, bases)
         self.state_meta.fill(0, **{k: np.array(v, dtype=np.int64) for k, v in cols.items()})
@@ -184,7 +186,7 @@ class MambaSpecDecodeMetadata:
         memmove); whole-block states copy block ``src_cols[r] + token_biases[r]``.
         """
         if not self.is_initialized:
-            raise DevPtrError("initialize_from_forward_context() has not run")
+            raise StateError("initialize_from_forward_context() has not run")
         copy_state_blocks(
             self.state_base_addrs,
             self.state_meta,

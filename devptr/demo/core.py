@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from devptr import DevicePtr, Encoding, PtrBuffer, ptr_tensor, store
+from devptr.demo._fit import print_table
 from devptr.demo.traps import HI, run_traps
 from devptr.testing import HIGH_ADDRESSES, FakeTensor
 
@@ -28,7 +29,7 @@ def section(con: Console) -> None:
     traps.add_column("what happened", overflow="fold")
     for o in run_traps():
         traps.add_row(escape(o.spelling), "[green]ok[/]" if o.ok else "[red]fails[/]", escape(o.detail))
-    con.print(traps)
+    print_table(con, traps)
     con.print(
         "No torch setitem on a uint64 tensor works on both torch 2.13 and 2.14: they accept opposite signs.\n"
     )
@@ -62,7 +63,7 @@ def section(con: Console) -> None:
         exact = sum(r[k] == addrs[k] for r in results.values())
         colour = "green" if exact == len(results) else "red"
         table.add_row(repr(p), str(p.addr), str(p.signed), f"[{colour}]{exact}/{len(results)}[/]")
-    con.print(table)
+    print_table(con, table)
     con.print("paths: " + ", ".join(results))
     ok = all(r == addrs for r in results.values())
     con.print(

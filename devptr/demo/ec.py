@@ -15,7 +15,7 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from devptr import DevicePtr
+from devptr import DevicePtr, PtrTypeError
 from devptr.adapters.ec_connector import (
     DescriptorBufferPool,
     ECCPUWorker,
@@ -26,6 +26,7 @@ from devptr.adapters.ec_connector import (
     unregister_swap_op,
 )
 from devptr.adapters.ec_connector._checks import default_device
+from devptr.demo._fit import print_table
 from devptr.testing import SIGN_BIT_ADDR, XPU_BASE
 
 BLOCK = 4096
@@ -42,7 +43,7 @@ def _fake_part(con: Console) -> None:
         def op(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, _any: bool) -> None:
             for t in (src, dst, sizes):  # the C++ op's checks
                 if t.dtype != dtype or t.device.type != "cpu":
-                    raise RuntimeError(f"{backend} swap_blocks_batch needs {dtype} CPU tensors")
+                    raise PtrTypeError(f"{backend} swap_blocks_batch needs {dtype} CPU tensors")
             received[backend] = [src.tolist(), dst.tolist(), sizes.tolist()]
 
         register_swap_op(backend, op)
@@ -82,7 +83,7 @@ def _fake_part(con: Console) -> None:
             unregister_swap_op(backend)
     for k, (s, d, n) in enumerate(want):
         table.add_row(str(k), f"{s:#x}", str(DevicePtr(s).signed), f"{d:#x}", str(n))
-    con.print(table)
+    print_table(con, table)
     con.print(
         f"{len(want)} descriptors for {sum(len(b) for _, _, b in outputs)} blocks; "
         "XPU op got uint64, CUDA op got int64 (src, dst and sizes): "

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from devptr import DevicePtr, Encoding
 from devptr.adapters.lamport import FakePeerMemory, LamportWorkspace
+from devptr.demo._fit import print_table
 from devptr.testing import XPU_BASE
 
 WORLD = 4
@@ -56,7 +57,7 @@ def section(con: Console) -> None:
         for i in rng:
             p = ws.table[i]
             table.add_row(str(i), f"{name}[{i - rng.start}]", repr(p), str(i64[i]), str(u64[i]))
-    con.print(table)
+    print_table(con, table)
     exact = all(
         DevicePtr.from_signed(a) == ws.table[i] and DevicePtr(b) == ws.table[i]
         for i, (a, b) in enumerate(zip(i64, u64, strict=True))

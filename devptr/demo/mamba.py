@@ -26,13 +26,14 @@ from devptr.adapters.mamba_copy import (
     get_temporal_copy_spec,
 )
 from devptr.adapters.mamba_spec_decode import MambaSpecDecodeMetadata
+from devptr.demo._fit import print_table
 from devptr.testing import SIGN_BIT_ADDR, SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE, FakeState
 
 GROUPS = [["mamba.0", "mamba.1"]]
 FUNCS = {name: (get_conv_copy_spec, get_temporal_copy_spec) for name in GROUPS[0]}
 
 
-def _exact(buf: PtrBuffer[int], n: int, want: list[int]) -> bool:
+def _exact(buf: PtrBuffer, n: int, want: list[int]) -> bool:
     views = [buf.host(e) for e in Encoding] + [buf.device(e) for e in Encoding]
     signed = [DevicePtr(a).signed for a in want]
     return all(v[:n].tolist() == (want if v.dtype == torch.uint64 else signed) for v in views)
@@ -63,7 +64,7 @@ def _fake_part(con: Console) -> None:
     for k, (name, a) in enumerate(zip(names, bases, strict=True)):
         row = meta.state_meta_row(k)
         t.add_row(name, f"{a:#x}", str(DevicePtr(a).signed), str(row["block_stride"]), str(row["conv_width"]))
-    con.print(t)
+    print_table(con, t)
     ok = _exact(meta.state_base_addrs, 4, bases) and _exact(meta.block_table_ptrs, 1, [tables[0].data_ptr()])
     con.print(
         "state_base_addrs, block_table_ptrs: " + ("[green]all bit-exact[/]" if ok else "[red]MISMATCH[/]")
@@ -84,7 +85,7 @@ def _fake_part(con: Console) -> None:
     )
     for k in range(n):
         t2.add_row(str(k), f"{src[k]:#x}", f"{dst[k]:#x}", str(DevicePtr(dst[k]).signed), str(int(sizes[k])))
-    con.print(t2)
+    print_table(con, t2)
     ok = _exact(bufs.src_ptrs, n, src) and _exact(bufs.dst_ptrs, n, dst)
     con.print("copy tables (host and device): " + ("[green]all bit-exact[/]" if ok else "[red]MISMATCH[/]"))
 

@@ -8,6 +8,7 @@ import torch
 
 from devptr import _checked
 from devptr._errors import CheckedModeError
+from devptr._ptr import unsigned_address
 
 _MAX_LISTED = 5
 
@@ -16,7 +17,7 @@ def _u64(t: torch.Tensor) -> list[int]:
     host = t.detach().to("cpu")
     if host.dtype == torch.uint64:
         host = host.view(torch.int64)
-    return [v % (1 << 64) for v in host.tolist()]
+    return [unsigned_address(v) for v in host.tolist()]
 
 
 class _Extents:

@@ -21,7 +21,8 @@ from typing import Final
 
 import attrs
 
-from devptr._errors import PtrTypeError, describe
+from devptr._convert import positive_int
+from devptr._errors import InvalidValueError
 
 SECTION_NAMES: Final[tuple[str, ...]] = ("comm", "barrier", "lamport", "flag", "layout")
 """Section names in table order."""
@@ -52,9 +53,7 @@ SLOT_ALIGN: Final = 16
 
 
 def _positive_int(what: str, value: object, minimum: int = 1) -> int:
-    if type(value) is not int or value < minimum:
-        raise PtrTypeError(f"{what} must be an int >= {minimum} (got {describe(value)})")
-    return value
+    return positive_int(value, what, minimum)
 
 
 def _world_size(value: object) -> int:
@@ -87,9 +86,11 @@ class LamportLayout:
 
     def __attrs_post_init__(self) -> None:
         if self.comm_size % SLOT_ALIGN:
-            raise PtrTypeError(f"comm_size must be a multiple of {SLOT_ALIGN} bytes (got {self.comm_size})")
+            raise InvalidValueError(
+                f"comm_size must be a multiple of {SLOT_ALIGN} bytes (got {self.comm_size})"
+            )
         if self.slot_bytes == 0:
-            raise PtrTypeError(
+            raise InvalidValueError(
                 f"comm_size {self.comm_size} leaves no room for {self.world_size} slots of {SLOT_ALIGN} bytes"
             )
 
@@ -125,4 +126,4 @@ class LamportLayout:
         try:
             return self.sections[name]
         except KeyError:
-            raise PtrTypeError(f"no section {name!r}; sections are {list(SECTION_NAMES)}") from None
+            raise InvalidValueError(f"no section {name!r}; sections are {list(SECTION_NAMES)}") from None

@@ -7,6 +7,7 @@ import enum
 import torch
 
 from devptr import _checked
+from devptr._errors import InvalidValueError
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._checks import check_segments
 
@@ -119,9 +120,9 @@ def batch_memcpy(
     """
     tables, count, device = _segment_tables(src, dst, sizes, n)
     if chunk is not None and (type(chunk) is not int or chunk < 256 or chunk & (chunk - 1)):
-        raise ValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
+        raise InvalidValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
     if type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1):
-        raise ValueError(f"byte_chunk must be a power of two >= 16 (got {byte_chunk!r})")
+        raise InvalidValueError(f"byte_chunk must be a power of two >= 16 (got {byte_chunk!r})")
     if _checked.ENABLED:
         check_segments(tables["src"][:count], tables["dst"][:count], tables["sizes"][:count])
     if count == 0:
@@ -136,7 +137,7 @@ def batch_memcpy(
     if split is None:
         split = split_factor(count, device, hint, chunk)
     elif type(split) is not int or not 1 <= split <= 65535:
-        raise ValueError(f"split must be an int in [1, 65535] (got {split!r})")
+        raise InvalidValueError(f"split must be an int in [1, 65535] (got {split!r})")
     s, d, z = tables["src"], tables["dst"], tables["sizes"]
     with _runtime.on_device(device):
         jit._batch_memcpy_kernel[(count, split)](

@@ -14,7 +14,7 @@ from types import ModuleType
 
 import torch
 
-from devptr._errors import DevPtrError
+from devptr._errors import DevPtrError, StateError
 
 
 class TritonUnavailableError(DevPtrError, ImportError):
@@ -63,7 +63,7 @@ def check_launch_device(device: torch.device, jit: ModuleType | None = None) -> 
     """Raise unless kernels (of module ``jit``, when given) can run with tables on ``device``."""
     interpreted = interpreting() if jit is None else _interpreted.get(jit.__name__, False)
     if device.type == "cpu" and not interpreted:
-        raise DevPtrError(
+        raise StateError(
             "the tables are on the CPU: copy them to the device first (PtrBuffer.to_device), "
             f"or set {INTERPRET_ENV}=1 before the first launch to run kernels on the CPU"
         )

@@ -21,8 +21,9 @@ import enum
 
 import torch
 
+from devptr._convert import index_value, uint_value
 from devptr._encoding import Encoding
-from devptr._errors import CapacityError, LengthMismatchError, PtrTypeError, describe
+from devptr._errors import CapacityError, InvalidValueError, LengthMismatchError, PtrTypeError, describe
 from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._memcpy import BYTE_CHUNK, CHUNK, NUM_WARPS
@@ -131,12 +132,10 @@ def copy_state_blocks(
         raise LengthMismatchError(
             f"{bases.shape[0]} state base addresses but {meta.shape[0]} metadata rows"
         )
-    if type(num_reqs) is not int or num_reqs < 0:
-        raise CapacityError(f"num_reqs must be a non-negative int (got {describe(num_reqs)})")
-    if type(block_table_stride) is not int or block_table_stride < 0:
-        raise PtrTypeError(f"block_table_stride must be a non-negative int (got {block_table_stride!r})")
+    num_reqs = index_value(num_reqs, "num_reqs", None)
+    block_table_stride = uint_value(block_table_stride, "block_table_stride")
     if type(tiles) is not int or not 1 <= tiles <= 65535:
-        raise ValueError(f"tiles must be an int in [1, 65535] (got {tiles!r})")
+        raise InvalidValueError(f"tiles must be an int in [1, 65535] (got {tiles!r})")
     per_req = {"src_cols": src_c, "dst_cols": dst_c, "token_biases": bias_c}
     if idx_mapping is not None:
         idx = _index_table(idx_mapping, "idx_mapping")

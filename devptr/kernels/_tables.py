@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from devptr._buffer import PtrBuffer
+from devptr._convert import index_value
 from devptr._errors import CapacityError, LengthMismatchError, PtrTypeError, describe
 from devptr._sizes import SizeBuffer
 
@@ -18,7 +19,7 @@ def address_table(table: object, where: str) -> torch.Tensor:
     A PtrBuffer contributes its device mirror when it has one (what its last
     ``to_device`` copied), else its host entries. Tensors are used as given (any stride).
     """
-    if isinstance(table, PtrBuffer):
+    if isinstance(table, PtrBuffer):  # the table base's views: mirror when there is one
         return table.device() if table.device_type is not None else table.host()
     if isinstance(table, torch.Tensor):
         if table.dtype not in _ADDR_DTYPES or table.dim() != 1:
@@ -53,8 +54,7 @@ def segment_count(n: object, tables: dict[str, torch.Tensor]) -> int:
         if len(set(lengths.values())) > 1:
             raise LengthMismatchError(f"tables differ in length {lengths}; pass n")
         return next(iter(lengths.values()))
-    if type(n) is not int or n < 0:
-        raise CapacityError(f"n must be a non-negative int (got {describe(n)})")
+    n = index_value(n, "n", None)
     short = {k: v for k, v in lengths.items() if v < n}
     if short:
         raise CapacityError(f"n={n} exceeds the capacity of {short}")

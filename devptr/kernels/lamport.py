@@ -19,7 +19,8 @@ from typing import Final, Literal, Protocol
 
 import torch
 
-from devptr._errors import DevPtrError, LengthMismatchError, PtrTypeError, describe
+from devptr._convert import positive_int
+from devptr._errors import InvalidValueError, LengthMismatchError, PtrTypeError, describe
 from devptr.kernels import _runtime
 from devptr.kernels._lamport_layout import LamportLayout
 
@@ -124,13 +125,13 @@ def lamport_allreduce(
     if not isinstance(getattr(type(workspace), "layout", None), property):
         raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(workspace)})")
     if phase not in _PHASES:
-        raise PtrTypeError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
+        raise InvalidValueError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
     table = workspace.workspace  # raises WorkspaceClosedError when closed
     if x.device != workspace.device:
-        raise DevPtrError(f"x is on {x.device}, the workspace on {workspace.device}")
+        raise InvalidValueError(f"x is on {x.device}, the workspace on {workspace.device}")
     nbytes = x.numel() * x.element_size()
     if nbytes > workspace.max_message_bytes:
-        raise LengthMismatchError(
+        raise InvalidValueError(
             f"x has {nbytes} bytes; this workspace's slots hold {workspace.max_message_bytes} "
             f"(comm_size {workspace.layout.comm_size} for {workspace.layout.world_size} ranks)"
         )
@@ -142,9 +143,8 @@ def lamport_allreduce(
             f"(got {tuple(out.shape)} {out.dtype} on {out.device})"
         )
     elif not out.is_contiguous():
-        raise PtrTypeError("out must be contiguous")
-    if type(max_spins) is not int or max_spins < 1:
-        raise PtrTypeError(f"max_spins must be a positive int (got {describe(max_spins)})")
+        raise InvalidValueError("out must be contiguous")
+    positive_int(max_spins, "max_spins")
     if x.numel() == 0:
         return out
 
@@ -165,8 +165,8 @@ def lamport_allreduce(
     if block is None:
         blk, warps = _block_for(n_words, num_programs or sms)
     else:
-        if type(block) is not int or block < 16 or block & (block - 1):
-            raise PtrTypeError(f"block must be a power of two >= 16 (got {describe(block)})")
+        if positive_int(block, "block", 16) & (block - 1):
+            raise InvalidValueError(f"block must be a power of two >= 16 (got {block})")
         blk, warps = block, _warps(block)
     chunks = -(-n_words // blk)
     layout = workspace.layout
@@ -174,8 +174,7 @@ def lamport_allreduce(
     # in more steps); at most one program per multiprocessor keeps every program resident,
     # which a kernel that waits on its peers needs.
     grid = num_programs if num_programs is not None else min(chunks, sms)
-    if type(grid) is not int or grid < 1:
-        raise PtrTypeError(f"num_programs must be a positive int (got {describe(num_programs)})")
+    positive_int(grid, "num_programs")
     write, reduce = _PHASES[phase]
     with _runtime.on_device(dev):
         jit._lamport_allreduce_kernel[(grid,)](

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from devptr._errors import DevPtrError
 from devptr.lint.rules import Rule
 
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -23,7 +24,7 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(DevPtrError, ValueError):
     """An invalid ``[tool.devptr]`` table or command-line rule list."""
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import attrs
 
+from devptr._errors import InvalidValueError
 from devptr.lint.rules import Rule
 from devptr.migrate._engine import Outcome, migrate_file
 
@@ -100,5 +101,5 @@ def parse_select(select: str | None) -> frozenset[Rule]:
             rules.add(Rule(code))
         except ValueError:
             known = ", ".join(r.value for r in Rule)
-            raise ValueError(f"unknown rule {part.strip()!r} (known: {known})") from None
+            raise InvalidValueError(f"unknown rule {part.strip()!r} (known: {known})") from None
     return frozenset(rules)

@@ -187,8 +187,8 @@ GOOD = [DevicePtr(XPU_BASE), DevicePtr(XPU_BASE + 8)]
 @pytest.mark.parametrize(
     ("first", "src", "dst", "sizes", "error", "match"),
     [
-        (3, GOOD, GOOD, [8, 8], CapacityError, "exceed the capacity"),
-        (0, GOOD * 3, GOOD * 3, [8] * 6, CapacityError, "exceed the capacity"),
+        (3, GOOD, GOOD, [8, 8], CapacityError, "exceed capacity"),
+        (0, GOOD * 3, GOOD * 3, [8] * 6, CapacityError, "exceed capacity"),
         (5, GOOD[:1], GOOD[:1], [8], CapacityError, "first must be"),
         (-1, GOOD[:1], GOOD[:1], [8], CapacityError, "first must be"),
         (0, GOOD, GOOD, [8, -1], AddressRangeError, "non-negative"),

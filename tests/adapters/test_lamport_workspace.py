@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from devptr import DevicePtr, DevPtrError, Encoding, PtrTypeError
+from devptr import CapacityError, DevicePtr, DevPtrError, Encoding, InvalidValueError, PtrTypeError
 from devptr.adapters.lamport import (
     FLAG_TIMEOUT,
     SECTION_NAMES,
@@ -35,15 +35,23 @@ def test_layout_sections_cover_3n_plus_2() -> None:
 
 
 @pytest.mark.parametrize(
-    ("world", "comm"), [(0, 1024), (2, 0), (2, 1000), (4, 48), (True, 1024), (2, 1024.0)]
+    ("world", "comm", "error"),
+    [
+        (0, 1024, InvalidValueError),
+        (2, 0, InvalidValueError),
+        (2, 1000, InvalidValueError),
+        (4, 48, InvalidValueError),
+        (True, 1024, PtrTypeError),
+        (2, 1024.0, PtrTypeError),
+    ],
 )
-def test_layout_rejects_bad_sizes(world: object, comm: object) -> None:
-    with pytest.raises(PtrTypeError):
+def test_layout_rejects_bad_sizes(world: object, comm: object, error: type[DevPtrError]) -> None:
+    with pytest.raises(error):
         LamportLayout(world, comm)  # type: ignore[arg-type]
 
 
 def test_layout_unknown_section() -> None:
-    with pytest.raises(PtrTypeError, match="no section 'comms'"):
+    with pytest.raises(InvalidValueError, match="no section 'comms'"):
         LamportLayout(2, 1024).section("comms")
 
 
@@ -51,8 +59,10 @@ def test_comm_size_for() -> None:
     assert comm_size_for(4096, 2) == 8192
     assert comm_size_for(4097, 2) == 2 * 4112
     assert LamportLayout(2, comm_size_for(4097, 2)).slot_bytes >= 4097
-    with pytest.raises(PtrTypeError):
+    with pytest.raises(InvalidValueError):
         comm_size_for(0, 2)
+    with pytest.raises(PtrTypeError):
+        comm_size_for(1.5, 2)  # type: ignore[arg-type]
 
 
 def test_local_group_table_points_at_real_buffers() -> None:
@@ -146,7 +156,7 @@ def test_check_reports_a_timed_out_kernel() -> None:
 
 def test_construction_errors() -> None:
     fakes = [DevicePtr(a) for a in HIGH_ADDRESSES[:2]]
-    with pytest.raises(PtrTypeError, match="rank"):
+    with pytest.raises(CapacityError, match="rank"):
         LamportWorkspace(
             2, 2, 1024, device="cpu", peer_memory=FakePeerMemory(fakes), exchange=lambda p: fakes
         )

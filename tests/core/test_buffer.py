@@ -18,7 +18,7 @@ from devptr import (
     PtrBuffer,
     PtrTypeError,
 )
-from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, FakeTensor
+from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, FakeTensor, encoding_environment
 
 addr_lists = st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=40)
 
@@ -58,11 +58,11 @@ def test_views_are_zero_copy() -> None:
     assert buf.host(Encoding.U64).data_ptr() == h.data_ptr() == buf.numpy().ctypes.data
 
 
-def test_default_encoding_follows_device(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("DEVPTR_ENCODING", raising=False)
-    assert PtrBuffer(2).host().dtype == torch.int64
-    monkeypatch.setenv("DEVPTR_ENCODING", "cpu=U64")
-    assert PtrBuffer(2, device="cpu").host().dtype == torch.uint64
+def test_default_encoding_follows_device() -> None:
+    with encoding_environment(None):
+        assert PtrBuffer(2).host().dtype == torch.int64
+    with encoding_environment("cpu=U64"):
+        assert PtrBuffer(2, device="cpu").host().dtype == torch.uint64
 
 
 def test_fill_from_ptrs_tensors_and_arrays() -> None:
@@ -174,6 +174,6 @@ def test_pinned_request_without_accelerator() -> None:
 def test_capacity_validation() -> None:
     with pytest.raises(CapacityError):
         PtrBuffer(-1)
-    with pytest.raises(CapacityError):
+    with pytest.raises(PtrTypeError, match="capacity must be an int"):
         PtrBuffer(2.0)  # type: ignore[type-var]
     assert len(PtrBuffer(5)) == PtrBuffer(5).capacity == 5

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
 
-from devptr import DevPtrError, Encoding, UnknownBackendError, encoding_for, register_backend
+from devptr import (
+    DevPtrError,
+    Encoding,
+    PtrTypeError,
+    UnknownBackendError,
+    encoding_for,
+    register_backend,
+)
+from devptr._encoding import reload_environment
+from devptr.testing import encoding_environment
 
 
 def test_dtypes() -> None:
@@ -39,7 +50,7 @@ def test_unknown_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UnknownBackendError, match="unknown backend 'tpu9'") as info:
         encoding_for("tpu9")
     assert isinstance(info.value, ValueError) and isinstance(info.value, DevPtrError)
-    with pytest.raises(UnknownBackendError):
+    with pytest.raises(PtrTypeError):
         encoding_for(3)  # type: ignore[arg-type]
 
 
@@ -51,20 +62,45 @@ def test_register_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     assert encoding_for("mybackend_u") is Encoding.I64
     with pytest.raises(UnknownBackendError):
         register_backend("bad:0", Encoding.U64)
-    with pytest.raises(UnknownBackendError):
+    with pytest.raises(PtrTypeError):
         register_backend("ok", "U64")  # type: ignore[arg-type]
 
 
-def test_env_override(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DEVPTR_ENCODING", "U64")
-    assert encoding_for("cuda") is Encoding.U64
-    monkeypatch.setenv("DEVPTR_ENCODING", "xpu=I64, cuda=U64")
-    assert encoding_for("cuda") is Encoding.U64
-    assert encoding_for("xpu") is Encoding.I64
-    assert encoding_for("cpu") is Encoding.I64
-    monkeypatch.setenv("DEVPTR_ENCODING", "U65")
-    with pytest.raises(UnknownBackendError, match="U64"):
-        encoding_for("cuda")
-    monkeypatch.setenv("DEVPTR_ENCODING", "U64")
-    with pytest.raises(UnknownBackendError):
+def test_env_override() -> None:
+    with encoding_environment("U64"):
+        assert encoding_for("cuda") is Encoding.U64
+    with encoding_environment("xpu=I64, cuda=U64"):
+        assert encoding_for("cuda") is Encoding.U64
+        assert encoding_for("xpu") is Encoding.I64
+        assert encoding_for("cpu") is Encoding.I64
+    with encoding_environment("U64"), pytest.raises(UnknownBackendError):
         encoding_for("tpu9")
+
+
+@pytest.mark.parametrize("value", ["U65", "garbage", "xpu=U64,=I64", "xpu=U65"])
+def test_invalid_env_names_the_variable_and_its_value(value: str) -> None:
+    with pytest.raises(UnknownBackendError) as info, encoding_environment(value):
+        pass
+    assert "DEVPTR_ENCODING" in str(info.value) and repr(value) in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_env_is_read_once_until_reloaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    with encoding_environment(None):
+        assert encoding_for("cuda") is Encoding.I64
+        monkeypatch.setenv("DEVPTR_ENCODING", "U64")
+        assert encoding_for("cuda") is Encoding.I64  # not re-read per call
+        reload_environment()
+        assert encoding_for("cuda") is Encoding.U64
+        monkeypatch.delenv("DEVPTR_ENCODING")
+        reload_environment()
+        assert encoding_for("cuda") is Encoding.I64
+    assert os.environ.get("DEVPTR_ENCODING") is None or encoding_for("cpu") is not None
+
+
+def test_encoding_environment_restores_the_registry() -> None:
+    with encoding_environment(None):
+        register_backend("scratch_backend", Encoding.U64)
+        assert encoding_for("scratch_backend") is Encoding.U64
+    with pytest.raises(UnknownBackendError):
+        encoding_for("scratch_backend")

@@ -124,7 +124,7 @@ def test_state_copies_compiled() -> None:
     dst = [5, 6, 3, 2, 2, 7]
     bias = [0, 2, 1, 0, 0, 3]
     want = state_reference(setup, src, dst, bias, list(range(6)), False)
-    ptrs: PtrBuffer[int] = PtrBuffer(2, device=dev)
+    ptrs: PtrBuffer = PtrBuffer(2, device=dev)
     ptrs.fill(0, [DevicePtr.of(t) for t in setup.tables])
     ptrs.to_device()
     t = lambda v: torch.tensor(v, dtype=torch.int32, device=dev)  # noqa: E731

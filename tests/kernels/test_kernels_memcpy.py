@@ -30,7 +30,7 @@ def _tables(
     dst_offs: list[int],
     sizes: list[int],
     device: torch.device,
-) -> tuple[PtrBuffer[int], PtrBuffer[int], SizeBuffer]:
+) -> tuple[PtrBuffer, PtrBuffer, SizeBuffer]:
     n = len(sizes)
     dev = device if device.type != "cpu" else None
     src = PtrBuffer(n, device=dev)

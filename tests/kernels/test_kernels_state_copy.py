@@ -30,7 +30,7 @@ def _run(setup, device, src, dst, bias, n, **kw):  # type: ignore[no-untyped-def
 def _group_ptrs(setup, device):  # type: ignore[no-untyped-def]
     from devptr import DevicePtr
 
-    buf: PtrBuffer[int] = PtrBuffer(2, device=device if device.type != "cpu" else None)
+    buf: PtrBuffer = PtrBuffer(2, device=device if device.type != "cpu" else None)
     buf.fill(0, [DevicePtr.of(t) for t in setup.tables])
     if device.type != "cpu":
         buf.to_device()
@@ -72,7 +72,7 @@ def test_launcher_validates(kernel_device: torch.device) -> None:
     with pytest.raises(CapacityError):
         copy_state_blocks(setup.bases, setup.meta, ptrs, 8, cols, cols, cols, 5)
     with pytest.raises(LengthMismatchError):
-        short: PtrBuffer[int] = PtrBuffer(2)
+        short: PtrBuffer = PtrBuffer(2)
         copy_state_blocks(short, setup.meta, ptrs, 8, cols, cols, cols, 1)
     with pytest.raises(PtrTypeError):
         copy_state_blocks(setup.bases, setup.meta, ptrs, 8, cols.float(), cols, cols, 1)

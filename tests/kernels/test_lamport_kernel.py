@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from devptr import Encoding, PtrTypeError
-from devptr._errors import DevPtrError, LengthMismatchError
+from devptr._errors import DevPtrError, InvalidValueError, LengthMismatchError
 from devptr.adapters.lamport import (
     FLAG_ROUND,
     FLAG_TIMEOUT,
@@ -200,15 +200,17 @@ def test_launcher_validates_before_launching() -> None:
         lamport_allreduce(torch.ones(16, dtype=torch.int32), ws)
     with pytest.raises(PtrTypeError, match="LamportWorkspace"):
         lamport_allreduce(x, object())  # type: ignore[arg-type]
-    with pytest.raises(LengthMismatchError, match="slots hold 256"):
+    with pytest.raises(InvalidValueError, match="slots hold 256"):
         lamport_allreduce(torch.ones(65, device=_device()), ws)
     with pytest.raises(LengthMismatchError, match="out must match"):
         lamport_allreduce(x, ws, out=torch.ones(8, device=_device()))
-    with pytest.raises(PtrTypeError, match="phase"):
+    with pytest.raises(InvalidValueError, match="phase"):
         lamport_allreduce(x, ws, phase="both-ish")  # type: ignore[arg-type]
-    with pytest.raises(PtrTypeError, match="max_spins"):
+    with pytest.raises(InvalidValueError, match="max_spins"):
         lamport_allreduce(x, ws, max_spins=0)
-    with pytest.raises(PtrTypeError, match="block"):
+    with pytest.raises(PtrTypeError, match="max_spins"):
+        lamport_allreduce(x, ws, max_spins=1.5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidValueError, match="block"):
         lamport_allreduce(x, ws, block=100)
     if interpreting():
         with pytest.raises(DevPtrError, match="is on"):

@@ -17,7 +17,7 @@ class StateSetup:
     kinds: list[str]  # "conv" (state-first), "conv_df" (dim-first), "temporal"
     groups: list[int]
     tables: list[torch.Tensor]  # int32 [max_reqs, max_blocks] per group
-    bases: PtrBuffer[int]
+    bases: PtrBuffer
     meta: PtrTable
 
 
@@ -46,7 +46,7 @@ def make_setup(device: torch.device, seed: int, *, num_blocks: int = 56, max_req
         t = torch.tensor(ids, dtype=torch.int32).reshape(max_reqs, max_blocks)
         tables.append(t.to(device))
     dev = device if device.type != "cpu" else None
-    bases: PtrBuffer[int] = PtrBuffer(len(states), device=dev)
+    bases: PtrBuffer = PtrBuffer(len(states), device=dev)
     bases.fill(0, [DevicePtr.of(s) for s in states])
     meta = PtrTable(len(states), STATE_META_COLUMNS, device=dev)
     for k, (s, kind, grp) in enumerate(zip(states, kinds, groups, strict=True)):

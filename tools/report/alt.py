@@ -386,13 +386,13 @@ def _build_view() -> list[Step]:
 def _devptr() -> list[Step]:
     ptrs = [DevicePtr(a) for a in ADDRS]
 
-    def buf() -> PtrBuffer[int]:
-        b: PtrBuffer[int] = PtrBuffer(4, device="cpu", pin_memory=False)
+    def buf() -> PtrBuffer:
+        b: PtrBuffer = PtrBuffer(4, device="cpu", pin_memory=False)
         b.fill(0, ptrs)
         return b
 
     def update() -> Cell:
-        b: PtrBuffer[int] = PtrBuffer(4, pin_memory=False)
+        b: PtrBuffer = PtrBuffer(4, pin_memory=False)
         b[2] = DevicePtr(HI)
         return _expect(b.numpy()[2:3], [HI])
 
@@ -405,7 +405,7 @@ def _devptr() -> list[Step]:
         return a if a == b else f"int64: {a}; uint64: {b}"
 
     def strided() -> Cell:
-        b: PtrBuffer[int] = PtrBuffer(4, pin_memory=False)
+        b: PtrBuffer = PtrBuffer(4, pin_memory=False)
         b.fill_strided(0, DevicePtr(HI), np.asarray(IDX, dtype=np.int64), STRIDE)
         return _expect(b.numpy(), [HI + i * STRIDE for i in IDX])
 
@@ -414,7 +414,7 @@ def _devptr() -> list[Step]:
         return "not caught: no error"
 
     def signed_in() -> Cell:
-        b: PtrBuffer[int] = PtrBuffer(1, pin_memory=False)
+        b: PtrBuffer = PtrBuffer(1, pin_memory=False)
         b[0] = DevicePtr.of(FakeTensor(NEG))
         return _expect(b.numpy(), [HI])
 
@@ -424,7 +424,7 @@ def _devptr() -> list[Step]:
         return _expect(t.numpy(), [HI, 4096])
 
     def cmp_buf(enc: Encoding) -> torch.Tensor:
-        b: PtrBuffer[int] = PtrBuffer(2, device="cpu", pin_memory=False)
+        b: PtrBuffer = PtrBuffer(2, device="cpu", pin_memory=False)
         b.fill(0, [DevicePtr(LOW_CMP), DevicePtr(HI)])
         b.to_device(encoding=enc, non_blocking=False)
         return b.device(enc)
@@ -529,7 +529,7 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
     i64 = torch.zeros(N_BUILD, dtype=torch.int64)
     u64 = torch.zeros(N_BUILD, dtype=torch.uint64)
     u64_np = u64.numpy()
-    buf: PtrBuffer[int] = PtrBuffer(N_STRIDED, pin_memory=False)
+    buf: PtrBuffer = PtrBuffer(N_STRIDED, pin_memory=False)
     idx = np.random.default_rng(0).integers(0, 1 << 12, N_STRIDED).astype(np.int64)
     idx_u = idx.astype(np.uint64)
     p = ptrs[3]
@@ -666,7 +666,7 @@ def _signature_type(t: torch.Tensor) -> Cell:
 
 def compile_key_rows() -> list[tuple[tuple[str], str]]:
     """The argument type Triton puts in a kernel's signature (its compile key) per table."""
-    buf: PtrBuffer[int] = PtrBuffer(2, device="cpu", pin_memory=False)
+    buf: PtrBuffer = PtrBuffer(2, device="cpu", pin_memory=False)
     return [
         (("`torch.int64` table",), _run(lambda: _signature_type(torch.zeros(2, dtype=torch.int64)))),
         (("`torch.uint64` table",), _run(lambda: _signature_type(torch.zeros(2, dtype=torch.uint64)))),

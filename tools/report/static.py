@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
-from devptr import _encoding
-from devptr._encoding import ENV_VAR, Encoding, encoding_for, register_backend
+from devptr._encoding import Encoding, encoding_for, register_backend
 from devptr.lint.rules import RULES
+from devptr.testing import encoding_environment
 
 
 def plugin_codes() -> frozenset[str] | None:
@@ -50,24 +48,9 @@ def _plugin_cell(code: str, codes: frozenset[str] | None) -> str:
     return f"`{code}`" if code in codes else "no (`devptr check` only)"
 
 
-@contextlib.contextmanager
-def _encoding_state(env: str | None) -> Iterator[None]:
+def _encoding_state(env: str | None) -> contextlib.AbstractContextManager[None]:
     """Run with ``DEVPTR_ENCODING`` = ``env`` and the registry as it was; restore both."""
-    old_env = os.environ.get(ENV_VAR)
-    old_reg = dict(_encoding._registered)
-    if env is None:
-        os.environ.pop(ENV_VAR, None)
-    else:
-        os.environ[ENV_VAR] = env
-    try:
-        yield
-    finally:
-        _encoding._registered.clear()
-        _encoding._registered.update(old_reg)
-        if old_env is None:
-            os.environ.pop(ENV_VAR, None)
-        else:
-            os.environ[ENV_VAR] = old_env
+    return encoding_environment(env)
 
 
 BACKENDS = ("cuda", "xpu", "cpu", "hpu")

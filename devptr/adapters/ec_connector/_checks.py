@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from devptr._convert import U64Array
 from devptr._errors import AddressOverflowError
 from devptr._ptr import ADDR_LIMIT
+from devptr._storage import current_device as default_device  # the core's one resolver
 
 _U64_MAX = np.uint64(ADDR_LIMIT - 1)
 _ONE = np.uint64(1)
 _max = np.maximum.reduce
 
-
-def default_device() -> torch.device:
-    """The current accelerator device, or the CPU when torch sees none."""
-    acc = getattr(torch, "accelerator", None)
-    if acc is not None and acc.is_available():
-        dev = acc.current_accelerator()
-        index = getattr(acc, "current_device_index", None) or getattr(acc, "current_device_idx", None)
-        if dev is not None:
-            return torch.device(dev.type, index()) if index is not None else torch.device(dev.type)
-    if torch.cuda.is_available():
-        return torch.device("cuda", torch.cuda.current_device())
-    return torch.device("cpu")
+__all__ = ["check_extent", "default_device"]
 
 
 def check_extent(addrs: U64Array, nbytes: U64Array, what: str, max_bytes: int | None = None) -> None:

@@ -1,8 +1,10 @@
-"""EC connector descriptor buffers: ``(src, dst, nbytes)`` triples over one PtrBuffer.
+"""EC connector descriptor buffers: ``(src, dst, nbytes)`` triples on the core's table base.
 
-A :class:`DescriptorBuffers` handle holds ``capacity`` copies. Its memory is one pooled
-:class:`devptr.PtrBuffer` of ``3 * capacity`` uint64 entries laid out as three contiguous
-columns: ``[0, cap)`` sources, ``[cap, 2*cap)`` destinations, ``[2*cap, 3*cap)`` byte counts.
+A :class:`DescriptorBuffers` handle holds ``capacity`` copies. It is a table of the core's
+one table base (``devptr._table_base.TableBase``: range checks, views, the stale-handle
+check) over pooled storage (:class:`devptr.PtrBufferPool`) of ``3 * capacity`` uint64
+entries laid out as three contiguous columns: ``[0, cap)`` sources, ``[cap, 2*cap)``
+destinations, ``[2*cap, 3*cap)`` byte counts.
 Each column is a contiguous 1-D view, which is what ``swap_blocks_batch`` consumers index.
 
 Byte counts are validated to lie in ``[0, 2**63)``, so the int64 and the uint64 view of the
@@ -12,133 +14,71 @@ sizes column read the same value: one storage serves the CUDA/ROCm op (int64 src
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
-from devptr import DevicePtr, Encoding, PtrBuffer, PtrBufferPool, addresses, encoding_for
-from devptr._convert import U64, U64Array, ptr_array
+from devptr import DevicePtr, Encoding, PtrBufferPool, addresses, encoding_for
+from devptr._convert import U64, Addresses, U64Array, index_value, ptr_array, uint_array, uint_value
 from devptr._errors import (
-    AddressRangeError,
-    CapacityError,
     LengthMismatchError,
     PtrTypeError,
-    StaleBufferError,
+    StateError,
     describe,
 )
 from devptr._ptr import ADDR_LIMIT, SIGN_BIT
-from devptr.adapters.ec_connector._checks import check_extent, default_device
+from devptr._storage import Storage, current_device, resolve_device
+from devptr._table_base import TableBase
+from devptr.adapters.ec_connector._checks import check_extent
 
 if TYPE_CHECKING:
     from devptr.adapters.ec_connector._swap import SwapPath
 
 
-
 _max = np.maximum.reduce
-_min = np.minimum.reduce
+
+ByteCounts = Sequence[int] | npt.NDArray[np.integer] | torch.Tensor
+"""Byte counts as callers pass them: ints, a 1-D integer array or a CPU integer tensor."""
+IndexValues = Sequence[int] | npt.NDArray[np.integer]
+"""Block indices: ints or a 1-D integer array (uint64 saves a sign check)."""
 
 
 def byte_count_array(byte_counts: object, n: int) -> tuple[U64Array, int]:
     """Validate ``n`` byte counts (non-negative integers below 2**63): ``(uint64 array, max)``.
 
-    Accepts a 1-D integer numpy array, a CPU integer tensor or a sequence of ints.
-    Floats, bools and raw objects raise :class:`PtrTypeError`; negative values and values
-    that do not fit an int64 raise :class:`AddressRangeError`. The array may be a
-    zero-copy view of the input (non-negative int64 values have the same bits).
+    :func:`devptr._convert.uint_array` with the int64 bound, plus the length check; the
+    array may be a zero-copy view of the input.
     """
-    if isinstance(byte_counts, torch.Tensor):
-        if byte_counts.device.type != "cpu":
-            raise PtrTypeError(f"byte_counts must be on the CPU (got {byte_counts.device})")
-        byte_counts = byte_counts.numpy()
-    arr = byte_counts if isinstance(byte_counts, np.ndarray) else np.asarray(byte_counts)
-    if arr.ndim != 1:
-        raise PtrTypeError(f"byte_counts must be 1-D (got shape {arr.shape})")
+    arr, hi = uint_array(byte_counts, "byte_counts", below=SIGN_BIT)
     if arr.shape[0] != n:
         raise LengthMismatchError(f"{n} sources and destinations but {arr.shape[0]} byte counts")
-    if n == 0:
-        return np.empty(0, dtype=U64), 0
-    kind = arr.dtype.kind
-    if kind == "i":
-        # One reduction: viewed as uint64, a negative int64 reads >= 2**63, and
-        # non-negative values keep their bits (so the view is also the result, no copy).
-        u = arr.view(U64) if arr.dtype == np.int64 else arr.astype(np.int64).view(U64)
-        hi = int(_max(u))
-        if hi >= SIGN_BIT:
-            raise AddressRangeError(f"byte counts must be non-negative (got {int(_min(arr))})")
-        return u, hi
-    if kind == "u":
-        hi = int(_max(arr))
-        if hi >= SIGN_BIT:
-            raise AddressRangeError(
-                f"byte counts must be below 2**63 to fit the int64 sizes column (got {hi:#x})"
-            )
-        return (arr if arr.dtype == U64 else arr.astype(U64)), hi
-    if kind == "O" and all(type(v) is int for v in arr.tolist()):
-        vals = arr.tolist()
-        if min(vals) < 0:
-            raise AddressRangeError(f"byte counts must be non-negative (got {min(vals)})")
-        if max(vals) >= SIGN_BIT:
-            raise AddressRangeError(f"byte counts must be below 2**63 (got {max(vals):#x})")
-        return np.array(vals, dtype=U64), max(vals)
-    raise PtrTypeError(f"byte_counts must be integers (got dtype {arr.dtype})")
+    return arr, hi
 
 
-def _index_array(values: object, name: str) -> np.ndarray:
-    arr = values if isinstance(values, np.ndarray) else np.asarray(values)
-    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
-        raise PtrTypeError(f"{name} must be a 1-D integer array (got {describe(values)})")
-    return arr
-
-
-_EMPTY: U64Array = np.empty(0, dtype=U64)
-
-
-def _as_u64(idx: np.ndarray) -> U64Array:
-    """A validated non-negative integer index as uint64 (int64: a zero-copy view).
-
-    Never multiply an int64 array by a uint64 scalar: numpy 2 promotes that to float64.
-    """
-    if idx.dtype == U64:
-        return idx
-    if idx.dtype == np.int64:
-        return idx.view(U64)
-    return idx.astype(U64)
-
-
-def _max_index(arr: np.ndarray, name: str) -> int:
-    """The largest index; raises for a negative one (one extra reduction for signed input)."""
-    if arr.dtype.kind == "i":
-        lo = int(_min(arr))
-        if lo < 0:
-            raise AddressRangeError(f"{name} must be non-negative (got {lo})")
-    return int(_max(arr))
-
-
-class DescriptorBuffers:
+class DescriptorBuffers(TableBase):
     """Room for ``capacity`` copies ``(source, destination, byte count)``.
 
-    Obtained from :meth:`DescriptorBufferPool.acquire`; valid until released. The handle
-    does not own memory: its pooled :class:`devptr.PtrBuffer` does (uint64 host memory,
-    pinned when an accelerator is present, plus a device mirror when the pool has a
-    device). Every view it returns is a zero-copy view of that memory, valid only while
-    the handle is held; after :meth:`DescriptorBufferPool.release` every method raises
-    :class:`devptr.StaleBufferError`.
+    Obtained from :meth:`DescriptorBufferPool.acquire`; valid until released. A table on
+    the core's one table base (:class:`devptr._table_base.TableBase`) over pooled storage:
+    uint64 host memory, pinned when an accelerator is present, plus a device mirror when
+    the pool has a device; the handle does not own it. Every view it returns is a
+    zero-copy view of that memory, valid only while the handle is held; after
+    :meth:`DescriptorBufferPool.release` every method raises :class:`devptr.StaleBufferError`.
     """
 
-    __slots__ = ("_backend", "_buf", "_cap", "_cols", "_device", "_mirror")
+    __slots__ = ("_backend", "_cols", "_device")
 
-    def __init__(self, buf: PtrBuffer[int], capacity: int, backend: str, device: torch.device) -> None:
-        self._buf: PtrBuffer[int] | None = buf
-        self._cap = capacity
+    def __init__(self, storage: Storage, capacity: int, backend: str, device: torch.device) -> None:
+        self._attach(storage, capacity)
         self._backend = backend
         self._device = device
-        self._mirror = device.type != "cpu"
         # Writable uint64 views of the three columns (zero-copy, over the pooled storage).
         # Writes go here after validation; with a device mirror they first wait for an
-        # in-flight to_device copy (a zero-length PtrBuffer.fill, which does that wait).
-        # Dropped on release, so a stale handle cannot reach the storage.
-        whole = buf.host(Encoding.U64).numpy()
+        # in-flight to_device copy. Dropped on release, so a stale handle cannot reach them.
+        whole = storage.np
         self._cols: tuple[U64Array, U64Array, U64Array] | None = (
             whole[:capacity],
             whole[capacity : 2 * capacity],
@@ -146,17 +86,6 @@ class DescriptorBuffers:
         )
 
     # -- state ----------------------------------------------------------------------
-    def _live(self) -> PtrBuffer[int]:
-        buf = self._buf
-        if buf is None:
-            raise StaleBufferError("these DescriptorBuffers were released to their pool; acquire new ones")
-        return buf
-
-    @property
-    def capacity(self) -> int:
-        """Number of copies these buffers hold."""
-        return self._cap
-
     @property
     def backend(self) -> str:
         """Device type whose ``swap_blocks_batch`` op consumes the descriptors."""
@@ -175,10 +104,12 @@ class DescriptorBuffers:
     @property
     def is_released(self) -> bool:
         """Whether the handle went back to its pool."""
-        return self._buf is None
+        return self._st is None
 
     # -- writes ---------------------------------------------------------------------
-    def add_copies(self, first: int, sources: object, destinations: object, byte_counts: object) -> int:
+    def add_copies(
+        self, first: int, sources: Addresses, destinations: Addresses, byte_counts: ByteCounts
+    ) -> int:
         """Store a batch of copies, the first at index ``first``; return the end index.
 
         Parameters
@@ -198,24 +129,20 @@ class DescriptorBuffers:
         validated first: lengths, capacity, byte counts, and that no copy runs past 2**64;
         on any error nothing is written.
         """
-        buf = self._live()
+        st = self._live()
         src = ptr_array(sources, "sources")
         dst = ptr_array(destinations, "destinations")
         n = int(src.shape[0])
         if dst.shape[0] != n:
             raise LengthMismatchError(f"{n} sources but {dst.shape[0]} destinations")
         sizes, top = byte_count_array(byte_counts, n)
-        cap = self._cap
-        if type(first) is not int or not 0 <= first <= cap:
-            raise CapacityError(f"first must be an int in [0, {cap}] (got {describe(first)})")
-        if first + n > cap:
-            raise CapacityError(f"{n} copies from index {first} exceed the capacity of {cap} copies")
+        first = self._span(first, n, "copies", "first")
         if n == 0:
             return first
         check_extent(src, sizes, "source", top)
         check_extent(dst, sizes, "destination", top)
-        if self._mirror:
-            buf.fill(first, _EMPTY)  # a host write through the buffer: waits for to_device
+        if st._event is not None:
+            st.wait_host()  # an in-flight to_device copy still reads the host memory
         src_col, dst_col, size_col = self._cols  # type: ignore[misc]  # live handle
         end: int = first + n
         src_col[first:end] = src
@@ -227,11 +154,11 @@ class DescriptorBuffers:
         self,
         first: int,
         src_base: DevicePtr,
-        src_index: object,
+        src_index: IndexValues,
         dst_base: DevicePtr,
-        dst_index: object,
+        dst_index: IndexValues,
         stride: int,
-        byte_counts: object,
+        byte_counts: ByteCounts,
     ) -> int:
         """Store copies ``src_base + src_index[i] * stride -> dst_base + dst_index[i] * stride``.
 
@@ -244,20 +171,15 @@ class DescriptorBuffers:
         as :func:`coalesce_runs` returns, saves a sign check); ``stride``: a non-negative
         int (the block size); ``byte_counts``: as for :meth:`add_copies`.
         """
-        buf = self._buf
-        if buf is None:
-            raise StaleBufferError("these DescriptorBuffers were released to their pool; acquire new ones")
+        st = self._live()
         if type(src_base) is not DevicePtr or type(dst_base) is not DevicePtr:
             bad = src_base if type(src_base) is not DevicePtr else dst_base
             raise PtrTypeError(f"src_base and dst_base must be DevicePtrs (got {describe(bad)})")
-        if type(stride) is not int or stride < 0:
-            raise AddressRangeError(f"stride must be a non-negative int (got {describe(stride)})")
-        si = src_index if type(src_index) is np.ndarray else _index_array(src_index, "src_index")
-        di = dst_index if type(dst_index) is np.ndarray else _index_array(dst_index, "dst_index")
+        stride = uint_value(stride, "stride")
+        si, smax = uint_array(src_index, "src_index")
+        di, dmax = uint_array(dst_index, "dst_index")
         n = si.shape[0]
-        if si.ndim != 1 or di.shape != (n,) or si.dtype.kind not in "iu" or di.dtype.kind not in "iu":
-            _index_array(si, "src_index")
-            _index_array(di, "dst_index")
+        if di.shape[0] != n:
             raise LengthMismatchError(f"{n} source indices but {di.shape[0]} destination indices")
         if type(byte_counts) is np.ndarray and byte_counts.dtype == U64 and byte_counts.shape == (n,) and n:
             sizes, top = byte_counts, int(_max(byte_counts))  # the common case, inline
@@ -265,34 +187,28 @@ class DescriptorBuffers:
                 byte_count_array(sizes, n)  # raises with the message
         else:
             sizes, top = byte_count_array(byte_counts, n)
-        cap = self._cap
-        if type(first) is not int or first < 0 or first + n > cap:
-            raise CapacityError(
-                f"{n} copies from index {describe(first)} do not fit the capacity of {cap} copies"
-            )
+        first = self._span(first, int(n), "copies", "first")
         if n == 0:
             return first
         # One bound per side, in Python ints: the largest address plus the largest count
         # (at least 1, so the address itself stays below 2**64). When it passes 2**64
         # some entry may still fit: decide exactly through the core (raises there).
         room = ADDR_LIMIT - (top or 1)
-        smax = int(_max(si)) if si.dtype == U64 else _max_index(si, "src_index")
-        dmax = int(_max(di)) if di.dtype == U64 else _max_index(di, "dst_index")
         if src_base.addr + smax * stride > room or dst_base.addr + dmax * stride > room:
             return self.add_copies(
                 first, addresses(src_base, si, stride), addresses(dst_base, di, stride), sizes
             )
         # Validated: nothing below can overflow. Same uint64 arithmetic as the core's
         # devptr.addresses (base + index * stride), computed in place into the columns.
-        if self._mirror:
-            buf.fill(first, _EMPTY)  # a host write through the buffer: waits for to_device
+        if st._event is not None:
+            st.wait_host()  # an in-flight to_device copy still reads the host memory
         src_col, dst_col, size_col = self._cols  # type: ignore[misc]  # live handle
         end: int = first + n
         out = src_col[first:end]
-        np.multiply(si if si.dtype == U64 else _as_u64(si), stride, out=out)
+        np.multiply(si, stride, out=out)
         np.add(out, src_base.addr, out=out)
         out = dst_col[first:end]
-        np.multiply(di if di.dtype == U64 else _as_u64(di), stride, out=out)
+        np.multiply(di, stride, out=out)
         np.add(out, dst_base.addr, out=out)
         size_col[first:end] = sizes
         return end
@@ -306,11 +222,11 @@ class DescriptorBuffers:
         ``encoding`` defaults to :attr:`encoding` (int64 for CUDA/ROCm ops, uint64 for XPU);
         all three tensors share it, sizes included.
         """
-        buf = self._live()
+        st = self._live()
         count = self._count(n)
         enc = self.encoding if encoding is None else encoding
-        cap = self._cap
-        t = buf.host(enc)
+        cap = self._n
+        t = st.host.view(enc.torch_dtype)
         return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
 
     def to_device(
@@ -321,29 +237,23 @@ class DescriptorBuffers:
         One host-to-device copy (asynchronous from pinned memory; the next write to these
         buffers waits for it). Needs a pool with a non-CPU device.
         """
-        buf = self._live()
+        st = self._live()
         count = self._count(n)
-        cap = self._cap
-        if buf.device_type is None:
-            raise PtrTypeError("these buffers have no device mirror (their pool's device is the CPU)")
-        buf.to_device(2 * cap + count if count else 0, encoding=encoding)
-        t = buf.device(encoding)
+        cap = self._n
+        if st.mirror is None:
+            raise StateError("these buffers have no device mirror (their pool's device is the CPU)")
+        st.copy_to_device(2 * cap + count if count else 0, non_blocking=True)
+        t = st.mirror.view(encoding.torch_dtype)
         return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
 
     def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]:
         """Read-only uint64 numpy views ``(src, dst, sizes)`` of the first ``n`` copies."""
-        buf = self._live()
+        st = self._live()
         count = self._count(n)
-        cap = self._cap
-        a = buf.numpy()
+        cap = self._n
+        a = st.np.view()
+        a.flags.writeable = False
         return a[:count], a[cap : cap + count], a[2 * cap : 2 * cap + count]
-
-    def _count(self, n: int | None) -> int:
-        if n is None:
-            return self._cap
-        if type(n) is not int or not 0 <= n <= self._cap:
-            raise CapacityError(f"n must be an int in [0, {self._cap}] (got {describe(n)})")
-        return n
 
     @property
     def src_ptrs(self) -> torch.Tensor:
@@ -370,14 +280,8 @@ class DescriptorBuffers:
 
         swap_buffers(self, n, is_src_access_order_any=is_src_access_order_any, path=path)
 
-    def _release(self) -> PtrBuffer[int]:
-        buf = self._live()
-        self._buf = None
-        self._cols = None
-        return buf
-
     def __repr__(self) -> str:
-        state = "released" if self._buf is None else f"capacity={self._cap}"
+        state = "released" if self._st is None else f"capacity={self._n}"
         return f"DescriptorBuffers({state}, backend={self._backend!r}, device={self._device})"
 
 
@@ -412,14 +316,11 @@ class DescriptorBufferPool:
         pin_memory: bool | None = None,
         min_capacity: int = 0,
     ) -> None:
-        dev = default_device() if device is None else torch.device(device)
-        if dev.type == "cuda" and dev.index is None:
-            dev = torch.device("cuda", torch.cuda.current_device())
+        dev = current_device() if device is None else resolve_device(device)
         self._device = dev
         self._backend = dev.type if backend is None else backend
         encoding_for(self._backend)  # unknown backend: fail here, not at first use
-        if type(min_capacity) is not int or min_capacity < 0:
-            raise CapacityError(f"min_capacity must be a non-negative int (got {describe(min_capacity)})")
+        min_capacity = index_value(min_capacity, "min_capacity", None)
         self._pool = PtrBufferPool(
             3 * min_capacity,
             device=None if dev.type == "cpu" else dev,
@@ -448,15 +349,13 @@ class DescriptorBufferPool:
 
     def acquire(self, n: int) -> DescriptorBuffers:
         """Buffers for ``n`` copies that no other holder has."""
-        if type(n) is not int or n < 0:
-            raise CapacityError(f"n must be a non-negative int (got {describe(n)})")
-        return DescriptorBuffers(self._pool.acquire(3 * n), n, self._backend, self._device)
+        n = index_value(n, "n", None)
+        backend, device = self._backend, self._device
+        return self._pool._acquire(3 * n, lambda st: DescriptorBuffers(st, n, backend, device))
 
     def release(self, bufs: DescriptorBuffers) -> None:
         """Return ``bufs`` to the pool and invalidate the handle."""
         if not isinstance(bufs, DescriptorBuffers):
             raise PtrTypeError(f"release() takes DescriptorBuffers (got {describe(bufs)})")
-        if bufs._buf is None:
-            raise StaleBufferError("these DescriptorBuffers were already released")
-        self._pool.release(bufs._buf)  # raises for buffers of another pool
-        bufs._release()
+        self._pool._release(bufs)  # stale or another pool's buffers: StaleBufferError
+        bufs._cols = None

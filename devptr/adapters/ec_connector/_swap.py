@@ -38,9 +38,10 @@ from devptr._convert import U64, U64Array
 from devptr._errors import (
     AddressRangeError,
     CapacityError,
-    DevPtrError,
+    InvalidValueError,
     LengthMismatchError,
     PtrTypeError,
+    StateError,
     UnknownBackendError,
     describe,
 )
@@ -140,9 +141,9 @@ def choose_path(backend: str, device: torch.device, path: SwapPath = "auto") -> 
     if path not in ("auto", "op", "kernel", "host"):
         raise PtrTypeError(f"path must be 'auto', 'op', 'kernel' or 'host' (got {path!r})")
     if path == "op" and swap_op_for(backend) is None:
-        raise DevPtrError(f"no swap_blocks_batch op is registered for {backend!r}")
+        raise StateError(f"no swap_blocks_batch op is registered for {backend!r}")
     if path == "host" and device.type != "cpu":
-        raise DevPtrError(f"the host copy path runs only on the CPU (device is {device})")
+        raise InvalidValueError(f"the host copy path runs only on the CPU (device is {device})")
     if path != "auto":
         return path
     if swap_op_for(backend) is not None:
@@ -222,7 +223,7 @@ def kernel_copy(
     try:  # looked up lazily: devptr.kernels imports triton
         batch_memcpy: Callable[..., object] = importlib.import_module("devptr.kernels").batch_memcpy
     except (ImportError, AttributeError) as exc:
-        raise DevPtrError(
+        raise StateError(
             "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
             f"install devptr[kernels] or register a platform op ({exc})"
         ) from None

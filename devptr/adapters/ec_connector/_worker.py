@@ -21,7 +21,7 @@ import numpy.typing as npt
 import torch
 
 from devptr import DevicePtr
-from devptr._errors import AddressRangeError, CapacityError, DevPtrError, PtrTypeError, describe
+from devptr._errors import AddressRangeError, CapacityError, PtrTypeError, StateError, describe
 from devptr.adapters.ec_connector._descriptors import DescriptorBufferPool, DescriptorBuffers
 from devptr.adapters.ec_connector._swap import SwapPath, choose_path
 
@@ -135,7 +135,7 @@ class ECCPUWorker:
         self._device = self._pool.device
         chosen = choose_path(self._pool.backend, self._device, path)
         if chosen == "kernel" and self._device.type != "cpu" and not region.is_pinned():
-            raise DevPtrError(
+            raise StateError(
                 "the portable kernel path reads and writes the region from the device: "
                 "pin it (tensor.pin_memory() or cudaHostRegister) or register a platform op"
             )

@@ -23,8 +23,16 @@ import torch
 import torch.distributed as dist
 
 from devptr._buffer import PtrBuffer
+from devptr._convert import index_value, positive_int
 from devptr._encoding import Encoding, encoding_for
-from devptr._errors import DevPtrError, PtrTypeError, StaleBufferError, describe
+from devptr._errors import (
+    CapacityError,
+    DevPtrError,
+    InvalidValueError,
+    LengthMismatchError,
+    StaleBufferError,
+    StateError,
+)
 from devptr._ptr import DevicePtr
 from devptr._storage import check_encoding_arg
 from devptr.adapters.lamport._exchange import all_gather_ptrs
@@ -88,10 +96,8 @@ class LamportTimeoutError(DevPtrError, TimeoutError):
 
 def comm_size_for(max_message_bytes: int, world_size: int) -> int:
     """The smallest ``comm_size`` whose slots hold messages of ``max_message_bytes``."""
-    if type(max_message_bytes) is not int or max_message_bytes <= 0:
-        raise PtrTypeError(f"max_message_bytes must be a positive int (got {describe(max_message_bytes)})")
-    if type(world_size) is not int or world_size <= 0:
-        raise PtrTypeError(f"world_size must be a positive int (got {describe(world_size)})")
+    positive_int(max_message_bytes, "max_message_bytes")
+    positive_int(world_size, "world_size")
     slot = -(-max_message_bytes // SLOT_ALIGN) * SLOT_ALIGN
     return slot * world_size
 
@@ -99,7 +105,7 @@ def comm_size_for(max_message_bytes: int, world_size: int) -> int:
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     if device is None:
         if not torch.cuda.is_available():
-            raise DevPtrError("no CUDA device: pass device= (and peer_memory= off CUDA)")
+            raise StateError("no CUDA device: pass device= (and peer_memory= off CUDA)")
         return torch.device("cuda", torch.cuda.current_device())
     dev = torch.device(device)
     if dev.type == "cuda" and dev.index is None:
@@ -109,10 +115,10 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
 
 def _dist_exchange(rank: int, world_size: int, group: dist.ProcessGroup | None) -> Exchange:
     if not dist.is_available() or not dist.is_initialized():
-        raise DevPtrError("torch.distributed is not initialised: init it, or pass exchange=")
+        raise StateError("torch.distributed is not initialised: init it, or pass exchange=")
     got_rank, got_size = dist.get_rank(group), dist.get_world_size(group)
     if (got_rank, got_size) != (rank, world_size):
-        raise DevPtrError(
+        raise InvalidValueError(
             f"the group has this process as rank {got_rank} of {got_size}; "
             f"the workspace was given rank {rank} of {world_size}"
         )
@@ -178,13 +184,13 @@ class LamportWorkspace:
         exchange: Exchange | None = None,
     ) -> None:
         layout = LamportLayout(world_size, comm_size)
-        if type(rank) is not int or not 0 <= rank < world_size:
-            raise PtrTypeError(f"rank must be an int in [0, {world_size}) (got {describe(rank)})")
+        if index_value(rank, "rank", world_size) == world_size:
+            raise CapacityError(f"rank must be in [0, {world_size}) (got {rank})")
         check_encoding_arg(encoding)
         dev = _resolve_device(device)
         if peer_memory is None:
             if dev.type != "cuda":
-                raise DevPtrError(f"no default peer memory on {dev.type}: pass peer_memory=")
+                raise StateError(f"no default peer memory on {dev.type}: pass peer_memory=")
             peer_memory = SymmetricMemoryPeers()
         if exchange is None:
             exchange = _dist_exchange(rank, world_size, group)
@@ -208,7 +214,7 @@ class LamportWorkspace:
         mem = alloc.tensor
         if mem is not None:
             if mem.dtype != torch.uint8 or mem.numel() < layout.lamport_bytes:
-                raise DevPtrError(
+                raise InvalidValueError(
                     f"peer memory gave {mem.numel()} x {mem.dtype}, need {layout.lamport_bytes} bytes"
                 )
             mem[: layout.lamport_bytes].view(torch.int32).fill_(SENTINEL_BITS - (1 << 32))
@@ -219,16 +225,16 @@ class LamportWorkspace:
 
         published = list(exchange(alloc.local))
         if len(published) != layout.world_size:
-            raise DevPtrError(
+            raise LengthMismatchError(
                 f"the exchange returned {len(published)} addresses for {layout.world_size} ranks"
             )
         if published[rank] != alloc.local:
-            raise DevPtrError(
+            raise InvalidValueError(
                 f"the exchange returned {published[rank]!r} for this rank, which published {alloc.local!r}"
             )
         peers = [alloc.peer(r, p) for r, p in enumerate(published)]
 
-        table: PtrBuffer[int] = PtrBuffer(layout.capacity, device=dev, pin_memory=False)
+        table: PtrBuffer = PtrBuffer(layout.capacity, device=dev, pin_memory=False)
         # comm and barrier stay null: the placeholders vLLM's layout carries.
         table.fill(layout.section("lamport").start, peers)
         table[layout.section("flag").start] = DevicePtr.of(flag)
@@ -238,10 +244,10 @@ class LamportWorkspace:
         self._alloc: PeerAllocation | None = alloc
         self._flag: torch.Tensor | None = flag
         self._lay: torch.Tensor | None = lay
-        self._table: PtrBuffer[int] | None = table
+        self._table: PtrBuffer | None = table
 
     # -- state ------------------------------------------------------------------------
-    def _open_table(self) -> PtrBuffer[int]:
+    def _open_table(self) -> PtrBuffer:
         table = self._table
         if table is None:
             raise WorkspaceClosedError("this LamportWorkspace was closed; build a new one")
@@ -290,7 +296,7 @@ class LamportWorkspace:
 
     # -- the table --------------------------------------------------------------------
     @property
-    def table(self) -> PtrBuffer[int]:
+    def table(self) -> PtrBuffer:
         """The table (host uint64 + device mirror). Owned by the workspace."""
         return self._open_table()
 

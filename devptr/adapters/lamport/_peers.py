@@ -21,7 +21,14 @@ from typing import Protocol
 import torch
 import torch.distributed as dist
 
-from devptr._errors import AddressRangeError, CapacityError, DevPtrError, PtrTypeError, describe
+from devptr._errors import (
+    AddressRangeError,
+    CapacityError,
+    InvalidValueError,
+    PtrTypeError,
+    StateError,
+    describe,
+)
 from devptr._ptr import DevicePtr
 
 
@@ -70,13 +77,13 @@ class _SymmetricAllocation:
     def __init__(self, tensor: torch.Tensor, handle: object, rank: int) -> None:
         ptrs = getattr(handle, "buffer_ptrs", None)
         if not isinstance(ptrs, (list, tuple)):
-            raise DevPtrError(f"symmetric-memory handle has no buffer_ptrs list (got {describe(ptrs)})")
+            raise PtrTypeError(f"symmetric-memory handle has no buffer_ptrs list (got {describe(ptrs)})")
         bases = [DevicePtr(int(a)) for a in ptrs]
         local = DevicePtr.of(tensor)
         # The tensor may start inside its allocation block: reach each peer at the same offset.
         offset = local - bases[rank]
         if offset < 0:
-            raise DevPtrError(f"symmetric tensor {local!r} lies below its block {bases[rank]!r}")
+            raise InvalidValueError(f"symmetric tensor {local!r} lies below its block {bases[rank]!r}")
         self._tensor: torch.Tensor | None = tensor
         self._handle: object | None = handle
         self._local = local
@@ -95,7 +102,7 @@ class _SymmetricAllocation:
         if not 0 <= rank < len(self._peers):
             raise CapacityError(f"rank {rank} outside a group of {len(self._peers)}")
         if rank == self._rank and published != self._local:
-            raise DevPtrError(f"own buffer published as {published!r}, allocated at {self._local!r}")
+            raise InvalidValueError(f"own buffer published as {published!r}, allocated at {self._local!r}")
         return self._peers[rank]
 
     def close(self) -> None:
@@ -129,10 +136,10 @@ class SymmetricMemoryPeers:
         tensor = symm_mem.empty(nbytes, dtype=torch.uint8, device=device)
         pg = group if group is not None else dist.group.WORLD
         if pg is None:
-            raise DevPtrError("torch.distributed is not initialised")
+            raise StateError("torch.distributed is not initialised")
         handle = symm_mem.rendezvous(tensor, pg)
         if int(handle.world_size) != world_size or int(handle.rank) != rank:
-            raise DevPtrError(
+            raise InvalidValueError(
                 f"symmetric memory sees rank {handle.rank} of {handle.world_size}, "
                 f"the workspace was given rank {rank} of {world_size}"
             )
