@@ -283,8 +283,16 @@ class FakeEvent:
 class EncoderOutput(torch.Tensor):
     """A CPU tensor that accepts ``record_stream`` (torch's CPU backend does not)."""
 
+    # Plain-tensor semantics (results of ops are plain tensors), so a patched
+    # ``Tensor.data_ptr`` (devptr.testing.high_addresses) applies exactly once.
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
     def record_stream(self, _stream: object) -> None:  # type: ignore[override]
         return None
+
+
+def _stream_tolerant_empty(*args: Any, **kw: Any) -> torch.Tensor:
+    return torch.empty(*args, **kw).as_subclass(EncoderOutput)
 
 
 @dataclasses.dataclass
@@ -371,8 +379,9 @@ def load_ec_worker(platform: Platform, swap: SwapOp, region: SharedRegion) -> ty
     """
     descriptors = load_ec_descriptor_buffers(platform)
     overrides: dict[str, object] = {}
-    if platform._mod is None:
+    if platform._mod is None:  # CPU: events that are always done, tensors that take streams
         overrides["Event"] = FakeEvent
+        overrides["empty"] = _stream_tolerant_empty
     return load_vllm_module(
         EC_WORKER,
         {

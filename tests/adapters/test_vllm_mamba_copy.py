@@ -71,7 +71,7 @@ def _assert_same(theirs, ours) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_tables_and_copies_match_vllm(vllm: object, seed: int) -> None:
-    model = random_model(vs.load_mamba_layer_utils(), seed, num_blocks=30, device=DEVICE)
+    model = random_model(vllm, seed, num_blocks=30, device=DEVICE)
     reqs = random_requests(model, 100 + seed, count=5)
     v_bufs, theirs = _vllm_tables(vllm, model, reqs)
     o_bufs, ours = _our_tables(model, reqs)
@@ -91,7 +91,7 @@ def test_tables_and_copies_match_vllm(vllm: object, seed: int) -> None:
 
 @pytest.mark.parametrize("seed", [3, 4])
 def test_high_addresses_bit_identical(vllm: object, seed: int) -> None:
-    model = random_model(vs.load_mamba_layer_utils(), seed, num_blocks=48, device=DEVICE, max_layers=4)
+    model = random_model(vllm, seed, num_blocks=48, device=DEVICE, max_layers=4)
     reqs = random_requests(model, 200 + seed, count=8)
     _, low = _vllm_tables(vllm, model, reqs)
     with high_addresses():

@@ -51,7 +51,7 @@ def _rand(rng: random.Random, shape: tuple[int, ...], dtype: torch.dtype, device
 
 
 def random_model(
-    layer_mod: types.ModuleType,
+    vllm_mod: types.ModuleType,
     seed: int,
     *,
     num_blocks: int,
@@ -60,10 +60,10 @@ def random_model(
     max_groups: int = 3,
     max_layers: int = 3,
 ) -> Model:
-    """A random hybrid model whose copy functions are ``layer_mod``'s (vLLM's own)."""
+    """A random hybrid model whose copy functions are vLLM's own (``vllm_mod``'s names)."""
     rng = random.Random(seed)
     dev = torch.device(device)
-    conv_f, temp_f = layer_mod.get_conv_copy_spec, layer_mod.get_temporal_copy_spec
+    conv_f, temp_f = vllm_mod.get_conv_copy_spec, vllm_mod.get_temporal_copy_spec
     funcs_by_type = {vs.MambaType.MAMBA2: (conv_f, temp_f), vs.MambaType.SHORT_CONV: (conv_f,)}
     groups: list[list[str]] = [["attn.0"]]
     specs: list[object] = [object()]
