@@ -223,7 +223,10 @@ def load_mamba_utils(conv_layout: str | None = None) -> types.ModuleType:
                 "UniformTypeKVCacheSpecs": UniformTypeKVCacheSpecs,
             },
             "vllm.v1.utils": {"CpuGpuBuffer": CpuGpuBuffer},
-            "vllm.v1.worker.gpu_input_batch": {"CachedRequestState": CachedRequestState, "InputBatch": object},
+            "vllm.v1.worker.gpu_input_batch": {
+                "CachedRequestState": CachedRequestState,
+                "InputBatch": object,
+            },
         },
     )
 
@@ -244,7 +247,7 @@ class Platform:
     def is_xpu(self) -> bool:
         return self._xpu
 
-    def Stream(self) -> Any:  # noqa: N802 (vLLM's name)
+    def Stream(self) -> Any:
         return self._mod.Stream() if self._mod is not None else FakeStream()
 
     def current_stream(self) -> Any:
@@ -285,9 +288,9 @@ class EncoderOutput(torch.Tensor):
 
     # Plain-tensor semantics (results of ops are plain tensors), so a patched
     # ``Tensor.data_ptr`` (devptr.testing.high_addresses) applies exactly once.
-    __torch_function__ = torch._C._disabled_torch_function_impl
+    __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
-    def record_stream(self, _stream: object) -> None:  # type: ignore[override]
+    def record_stream(self, _stream: object) -> None:
         return None
 
 
@@ -328,8 +331,9 @@ class SwapOp:
         self.calls.append(SwapCall(src.clone(), dst.clone(), sizes.clone(), is_src_access_order_any))
         if self._copy is None:
             return
-        as_u = (lambda t: t.view(torch.uint64)) if want == torch.int64 else (lambda t: t)
-        for s, d, n in zip(as_u(src).tolist(), as_u(dst).tolist(), sizes.tolist(), strict=True):
+        if want == torch.int64:
+            src, dst = src.view(torch.uint64), dst.view(torch.uint64)
+        for s, d, n in zip(src.tolist(), dst.tolist(), sizes.tolist(), strict=True):
             self._copy(int(d), int(s), int(n))
 
 
@@ -424,19 +428,19 @@ class FakeCudaRuntime:
     record the call.
     """
 
-    class cudaError_t(enum.IntEnum):  # noqa: N801 (CUDA's name)
+    class cudaError_t(enum.IntEnum):
         cudaSuccess = 0
 
-    class cudaMemcpyKind(enum.IntEnum):  # noqa: N801
+    class cudaMemcpyKind(enum.IntEnum):
         cudaMemcpyDeviceToDevice = 3
 
     cudaIpcMemLazyEnablePeerAccess = 1
 
-    class cudaIpcMemHandle_t:  # noqa: N801
+    class cudaIpcMemHandle_t:
         def __init__(self) -> None:
             self.raw = ctypes.create_string_buffer(_HANDLE)
 
-        def getPtr(self) -> int:  # noqa: N802
+        def getPtr(self) -> int:
             return ctypes.addressof(self.raw)
 
     def __init__(self, addresses: Sequence[int], writable: Callable[[int], bool] = lambda _a: False) -> None:
@@ -444,35 +448,37 @@ class FakeCudaRuntime:
         self._writable = writable
         self.calls: list[tuple[str, tuple[int, ...]]] = []
 
-    def cudaMalloc(self, size: int) -> tuple[int, int]:  # noqa: N802
+    def cudaMalloc(self, size: int) -> tuple[int, int]:
         self.calls.append(("malloc", (size,)))
         return 0, self._next.pop(0)
 
-    def cudaFree(self, ptr: int) -> tuple[int]:  # noqa: N802
+    def cudaFree(self, ptr: int) -> tuple[int]:
         self.calls.append(("free", (ptr,)))
         return (0,)
 
-    def cudaMemset(self, ptr: int, value: int, size: int) -> tuple[int]:  # noqa: N802
+    def cudaMemset(self, ptr: int, value: int, size: int) -> tuple[int]:
         self.calls.append(("memset", (ptr, value, size)))
         if self._writable(ptr):
             ctypes.memset(ptr, value, size)
         return (0,)
 
-    def cudaMemcpy(self, dst: int, src: int, size: int, _kind: object) -> tuple[int]:  # noqa: N802
+    def cudaMemcpy(self, dst: int, src: int, size: int, _kind: object) -> tuple[int]:
         self.calls.append(("memcpy", (dst, src, size)))
         if self._writable(dst):
             ctypes.memmove(dst, src, size)
         return (0,)
 
-    def cudaIpcGetMemHandle(self, ptr: int) -> tuple[int, FakeCudaRuntime.cudaIpcMemHandle_t]:  # noqa: N802
+    def cudaIpcGetMemHandle(self, ptr: int) -> tuple[int, FakeCudaRuntime.cudaIpcMemHandle_t]:
         handle = self.cudaIpcMemHandle_t()
         ctypes.memmove(handle.getPtr(), ptr.to_bytes(8, "little"), 8)
         return 0, handle
 
-    def cudaIpcOpenMemHandle(self, handle: FakeCudaRuntime.cudaIpcMemHandle_t, _flags: int) -> tuple[int, int]:  # noqa: N802
+    def cudaIpcOpenMemHandle(
+        self, handle: FakeCudaRuntime.cudaIpcMemHandle_t, _flags: int
+    ) -> tuple[int, int]:
         return 0, int.from_bytes(ctypes.string_at(handle.getPtr(), 8), "little")
 
-    def cudaIpcCloseMemHandle(self, ptr: int) -> tuple[int]:  # noqa: N802
+    def cudaIpcCloseMemHandle(self, ptr: int) -> tuple[int]:
         self.calls.append(("close", (ptr,)))
         return (0,)
 

@@ -38,6 +38,10 @@ class StateLike(Protocol):
     def data_ptr(self) -> int: ...
 
 
+class NotInitializedError(DevPtrError, RuntimeError):
+    """An adapter object was used before the call that fills its tables."""
+
+
 @attrs.frozen
 class MambaCopySpec:
     """One copy's source: ``num_elements`` elements from ``start``."""

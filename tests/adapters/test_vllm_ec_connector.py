@@ -104,7 +104,9 @@ def _u64(t: torch.Tensor) -> list[int]:
     return (t.view(torch.uint64) if t.dtype == torch.int64 else t).tolist()
 
 
-def _assert_calls_match(theirs: list[vs.SwapCall], ours: list[vs.SwapCall], *, relative_dst_on_load: bool) -> None:
+def _assert_calls_match(
+    theirs: list[vs.SwapCall], ours: list[vs.SwapCall], *, relative_dst_on_load: bool
+) -> None:
     assert len(theirs) == len(ours) == 2  # one save batch, one load batch
     for k, (a, b) in enumerate(zip(theirs, ours, strict=True)):
         assert a.is_src_access_order_any == b.is_src_access_order_any

@@ -38,7 +38,8 @@ def vllm() -> object:
 
 
 def _vllm_tables(vllm, model: Model, reqs: list[Request]):  # type: ignore[no-untyped-def]
-    bufs = vllm.MambaCopyBuffers.create(len(reqs), model.config, model.funcs_by_type, vs.buffer_factory(DEVICE))
+    make = vs.buffer_factory(DEVICE)
+    bufs = vllm.MambaCopyBuffers.create(len(reqs), model.config, model.funcs_by_type, make)
     assert bufs.mamba_group_ids == model.mamba_group_ids
     for r in reqs:
         vllm.collect_mamba_copy_meta(
@@ -46,7 +47,8 @@ def _vllm_tables(vllm, model: Model, reqs: list[Request]):  # type: ignore[no-un
             r.src, r.dest, r.bias, r.state, model.context,
         )
     n = bufs.offset
-    return bufs, (bufs.src_ptrs.np[:n].copy(), bufs.dst_ptrs.np[:n].copy(), bufs.sizes.np[:n].astype(np.int64))
+    sizes = bufs.sizes.np[:n].astype(np.int64)
+    return bufs, (bufs.src_ptrs.np[:n].copy(), bufs.dst_ptrs.np[:n].copy(), sizes)
 
 
 def _our_tables(model: Model, reqs: list[Request]):  # type: ignore[no-untyped-def]
@@ -60,7 +62,8 @@ def _our_tables(model: Model, reqs: list[Request]):  # type: ignore[no-untyped-d
             r.src, r.dest, r.bias, r.state, model.context,
         )
     n = bufs.offset
-    return bufs, (bufs.src_ptrs.numpy()[:n].copy(), bufs.dst_ptrs.numpy()[:n].copy(), bufs.sizes.numpy()[:n].copy())
+    src, dst, sizes = (b.numpy()[:n].copy() for b in (bufs.src_ptrs, bufs.dst_ptrs, bufs.sizes))
+    return bufs, (src, dst, sizes)
 
 
 def _assert_same(theirs, ours) -> None:  # type: ignore[no-untyped-def]

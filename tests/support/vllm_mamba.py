@@ -42,10 +42,13 @@ class Model:
             r.copy_(s)
 
     def equal(self, snap: list[torch.Tensor]) -> bool:
-        return all(torch.equal(r.view(torch.uint8), s.view(torch.uint8)) for r, s in zip(self.roots, snap, strict=True))
+        pairs = zip(self.roots, snap, strict=True)
+        return all(torch.equal(r.view(torch.uint8), s.view(torch.uint8)) for r, s in pairs)
 
 
-def _rand(rng: random.Random, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+def _rand(
+    rng: random.Random, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
     g = torch.Generator().manual_seed(rng.randrange(1 << 30))
     return torch.randint(0, 250, shape, generator=g).to(dtype).to(device)
 
