@@ -45,6 +45,7 @@ from devptr.adapters._mamba_layout import (
     layer_states,
     walk,
 )
+from devptr.interop import from_int
 from devptr.kernels import SizeBuffer, batch_memcpy
 
 U64 = np.uint64
@@ -80,7 +81,7 @@ def _spec_start(spec: object) -> DevicePtr:
         return spec.start
     raw = getattr(spec, "start_addr", None)  # vLLM's MambaCopySpec: an int from data_ptr()
     if type(raw) is int:
-        return DevicePtr(raw) if raw >= 0 else DevicePtr.from_signed(raw)
+        return from_int(raw)
     raise DevPtrError(f"a copy function returned {spec!r}: expected a MambaCopySpec")
 
 
