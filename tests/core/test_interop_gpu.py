@@ -45,7 +45,7 @@ def test_cudeviceptr_round_trip_through_the_driver() -> None:
     assert isinstance(h, driver.CUdeviceptr) and ip.from_cudeviceptr(h) == p
     torch.cuda.synchronize()
     (err,) = driver.cuMemsetD8(h, 9, 32)
-    assert int(err) == 0
+    assert err == driver.CUresult.CUDA_SUCCESS
     torch.cuda.synchronize()
     assert t[64:96].tolist() == [9] * 32 and int(t.sum()) == 9 * 32
 
