@@ -138,7 +138,7 @@ def to_cuda_core_buffer(ptr: DevicePtr, size: int, mr: object = None) -> Any:
         buffer_cls = None
     if buffer_cls is None:
         buffer_cls = _import("cuda.core.experimental", "cuda-core").Buffer
-    return buffer_cls.from_handle(to_cudeviceptr(p), n, mr)
+    return buffer_cls.from_handle(to_cudeviceptr(p), n, mr=mr)
 
 
 # -- CuPy ------------------------------------------------------------------------------------

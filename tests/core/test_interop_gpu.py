@@ -54,14 +54,18 @@ def test_cuda_core_buffer_round_trip() -> None:
     core = _cuda_core()
     dev = core.Device()
     dev.set_current()
-    buf = dev.allocate(1024)
+    stream = dev.create_stream()
+    try:
+        buf = dev.allocate(1024, stream=stream)  # cuda.core >= 1.0: stream is keyword-only
+    except TypeError:
+        buf = dev.allocate(1024)
     p = ip.from_cuda_core_buffer(buf)
     assert p.addr == int(buf.handle) and not p.is_null
     t = _tensor()
     view = ip.to_cuda_core_buffer(DevicePtr.of(t), t.numel())
     assert ip.from_cuda_core_buffer(view) == DevicePtr.of(t)
     assert ip.from_cuda_core_buffer(view, 100) == DevicePtr.of(t, 100)
-    buf.close()
+    buf.close(stream)
 
 
 def test_torch_dlpack_and_cai_round_trip() -> None:
