@@ -324,7 +324,8 @@ class SwapOp:
     def __call__(
         self, src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, is_src_access_order_any: bool = False
     ) -> None:
-        want = torch.uint64 if self.platform.is_xpu() else torch.int64
+        xpu = self.platform.is_xpu()
+        want = torch.uint64 if xpu else torch.int64  # devptr: ignore[DP005] -- the C++ op's contract
         for name, t in (("src", src), ("dst", dst), ("sizes", sizes)):
             if t.dtype != want or t.device.type != "cpu":
                 raise RuntimeError(f"swap_blocks_batch: {name} must be a CPU {want} tensor (got {t.dtype})")
