@@ -103,3 +103,13 @@ def test_high_addresses_bit_identical(vllm: object, seed: int) -> None:
     _assert_same(theirs, ours)
     assert (theirs[0] >= SIGN).all() and (theirs[1] >= SIGN).all()
     assert np.array_equal(theirs[0], low[0] ^ SIGN) and np.array_equal(theirs[1], low[1] ^ SIGN)
+
+
+def test_many_requests_and_layers_tables_match(vllm: object) -> None:
+    """A larger batch, tables only: 3 groups of up to 8 layers, 16 requests."""
+    model = random_model(vllm, 9, num_blocks=16 * 6, device=DEVICE, max_groups=3, max_layers=8)
+    reqs = random_requests(model, 309, count=16)
+    _, theirs = _vllm_tables(vllm, model, reqs)
+    _, ours = _our_tables(model, reqs)
+    assert theirs[0].size >= 16
+    _assert_same(theirs, ours)
