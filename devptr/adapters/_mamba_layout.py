@@ -21,7 +21,7 @@ import attrs
 import torch
 
 from devptr import DevicePtr
-from devptr._errors import AddressOverflowError, InvalidValueError, PtrTypeError, describe
+from devptr._errors import AddressOverflowError, InvalidValueError, PtrTypeError, StateError, describe
 from devptr._ptr import ADDR_LIMIT
 
 
@@ -36,6 +36,10 @@ class StateLike(Protocol):
     def element_size(self) -> int: ...
 
     def data_ptr(self) -> int: ...
+
+
+class NotInitializedError(StateError):
+    """An adapter object was used before the call that fills its tables."""
 
 
 @attrs.frozen

@@ -7,9 +7,11 @@ Same names and call shapes as vLLM: :class:`MambaCopyBuffers`, :func:`collect_ma
   addresses at or above 2**63), byte counts in a :class:`devptr.kernels.SizeBuffer`;
 - ``collect_mamba_copy_meta`` computes a request's entries for every layer at once with
   uint64 arithmetic (``base + block * stride``) from each state tensor's geometry,
-  measured once per ``forward_context``, instead of indexing tensors and writing one
-  numpy scalar per entry; copy functions other than the two known ones are called as
-  vLLM does;
+  measured into a :class:`CopyPlan`, instead of indexing tensors and writing one numpy
+  scalar per entry; copy functions other than the two known ones are called as vLLM does;
+- the plan holds weak references to the tensors it measured and is checked against them
+  at the first collect of every step: re-allocated, freed or moved state tensors are
+  re-measured, never read through stale addresses;
 - the flush moves each table with one host-to-device copy and runs
   :func:`devptr.kernels.batch_memcpy` (memmove per segment, 16-byte accesses).
 
@@ -18,8 +20,10 @@ Config objects are replaced by plain values (see :mod:`devptr.adapters._mamba_la
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import cast
+import dataclasses
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +31,6 @@ import torch
 
 from devptr import DevicePtr, PtrBuffer
 from devptr._errors import CapacityError, PtrTypeError
-from devptr._ptr import unsigned_address
 from devptr.adapters._mamba_layout import (
     CONV,
     TEMPORAL,
@@ -42,115 +45,35 @@ from devptr.adapters._mamba_layout import (
     layer_states,
     walk,
 )
+from devptr.interop import from_int
 from devptr.kernels import SizeBuffer, batch_memcpy
 
 U64 = np.uint64
 
+UNBOUNDED: Final = 1 << 62
+"""Limit of a table column that no known state reads (any block id or bias passes)."""
 
-class _Plan:
-    """Per-entry geometry of one request's copies, as arrays (built once per model)."""
 
-    def __init__(
-        self,
-        kv_cache_groups: Sequence[Sequence[str]],
-        copy_funcs: object,
-        mamba_group_ids: Sequence[int],
-        forward_context: Mapping[str, object],
-    ) -> None:
-        rows: list[tuple[int, int, int, int, int, int, int, int, int]] = []
-        self.generic: list[tuple[int, int, object, object]] = []  # (entry, group pos, state, func)
-        for k, (pos, _gid, layer, s_idx, func) in enumerate(
-            walk(kv_cache_groups, mamba_group_ids, copy_funcs)
-        ):
-            state = layer_states(forward_context, layer)[s_idx]
-            kind = copy_kind(func)
-            if kind is None:
-                self.generic.append((k, pos, state, func))
-                rows.append((0, 0, 0, 0, 0, 0, 0, pos, 0))
-                continue
-            g = geometry(state)
-            rows.append(
-                (
-                    g.base.addr,
-                    g.block_stride,
-                    g.token_stride,
-                    g.token_bytes,
-                    g.width,
-                    g.block_bytes,
-                    1 if kind == CONV else 0,
-                    pos,
-                    g.num_blocks,
-                )
-            )
-        arr = np.array(rows, dtype=np.uint64).reshape(-1, 9)
-        self.entries = arr.shape[0]
-        base, stride, tok_stride, tok_bytes, width, block_bytes = (arr[:, k] for k in range(6))
-        is_conv = arr[:, 6].astype(bool)
-        group = arr[:, 7].astype(np.intp)
-        known = np.ones(self.entries, dtype=bool)
-        for k, *_ in self.generic:
-            known[k] = False
-        self.base, self.stride = base, stride
-        # per entry: which of the request's 2 * groups block ids is its source
-        # (conv windows read column src, temporal states column src + bias)
-        self.src_sel = group * 2 + (~is_conv).astype(np.intp)
-        self.group = group
-        self.conv_shift = np.where(is_conv, tok_stride, U64(0))  # bytes per accepted token
-        self.conv_tok = np.where(is_conv, tok_bytes, U64(0)).astype(np.int64)
-        self.size0 = np.where(is_conv, width * tok_bytes, block_bytes).astype(np.int64)
-        conv_widths = width[is_conv & known]
-        self.min_width = int(conv_widths.min()) if conv_widths.size else 1 << 62
-        # the fewest blocks among the known states reading each (group, column kind)
-        self.limit = [1 << 62] * (2 * len(mamba_group_ids))
-        self.dst_limit = [1 << 62] * len(mamba_group_ids)
-        for k in np.flatnonzero(known).tolist():
-            nb = int(arr[k, 8])
-            sel = int(self.src_sel[k])
-            self.limit[sel] = min(self.limit[sel], nb)
-            self.dst_limit[int(group[k])] = min(self.dst_limit[int(group[k])], nb)
-        self.key = (id(forward_context), tuple(mamba_group_ids))
+@dataclasses.dataclass(frozen=True)
+class _Layer:
+    """Where a layer's plan entries came from, to check the plan is still current."""
 
-    def compute(
-        self,
-        block_ids: Sequence[Sequence[int]],
-        mamba_group_ids: Sequence[int],
-        src: int,
-        dest: int,
-        bias: int,
-    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
-        cols: list[int] = []
-        dsts: list[int] = []
-        for pos, gid in enumerate(mamba_group_ids):
-            ids = block_ids[gid]
-            col = (ids[src], ids[src + bias] if src + bias < len(ids) else -1)
-            for j in (0, 1):
-                if not 0 <= col[j] < self.limit[2 * pos + j]:
-                    if self.limit[2 * pos + j] == 1 << 62 and col[j] == -1:
-                        continue  # no state of this group reads that column
-                    raise CapacityError(
-                        f"group {gid}: block id {col[j]} outside the {self.limit[2 * pos + j]} "
-                        "blocks of its states"
-                    )
-            cols += col
-            d = ids[dest]
-            if not 0 <= d < self.dst_limit[pos]:
-                raise CapacityError(f"group {gid}: block id {d} outside its states' blocks")
-            dsts.append(d)
-        if bias < 0 or (bias > self.min_width and self.min_width < 1 << 62):
-            raise CapacityError(f"accept_token_bias {bias} outside [0, {self.min_width}]")
-        sb = np.array(cols, dtype=np.int64).astype(U64)[self.src_sel]
-        db = np.array(dsts, dtype=np.int64).astype(U64)[self.group]
-        ub = U64(bias)
-        src_addr = self.base + sb * self.stride + ub * self.conv_shift
-        dst_addr = self.base + db * self.stride
-        sizes = self.size0 - np.int64(bias) * self.conv_tok
-        for k, pos, state, func in self.generic:
-            gid = mamba_group_ids[pos]
-            spec = cast(CopyFunc, func)(state, block_ids[gid], src, bias + 1)
-            src_addr[k] = _spec_start(spec).addr
-            dst_addr[k] = DevicePtr.of(state[block_ids[gid][dest]]).addr  # type: ignore[index]
-            sizes[k] = int(spec.num_elements) * int(state.element_size())  # type: ignore[attr-defined]
-        return src_addr, dst_addr, sizes
+    name: str
+    funcs: tuple[object, ...]
+    states: tuple[tuple[Callable[[], object], int], ...]
+    """Per copied state: a weak reference to the tensor (strong for objects without weak
+    references) and the address it had."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Generic:
+    """An entry whose copy function the adapter does not know: called per entry."""
+
+    entry: int
+    group_pos: int
+    layer: str
+    index: int
+    func: CopyFunc
 
 
 def _spec_start(spec: object) -> DevicePtr:
@@ -158,8 +81,204 @@ def _spec_start(spec: object) -> DevicePtr:
         return spec.start
     raw = getattr(spec, "start_addr", None)  # vLLM's MambaCopySpec: an int from data_ptr()
     if type(raw) is int:
-        return DevicePtr(unsigned_address(raw, "start_addr"))
+        return from_int(raw)
     raise PtrTypeError(f"a copy function returned {spec!r}: expected a MambaCopySpec")
+
+
+def _ref(state: object) -> Callable[[], object]:
+    try:
+        return weakref.ref(state)
+    except TypeError:
+        return lambda: state
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CopyPlan:
+    """Per-entry geometry of one request's copies, as arrays, measured from the state tensors.
+
+    Built by :meth:`MambaCopyBuffers.plan_for`; it holds weak references to the tensors
+    it measured (not the tensors) and is rebuilt when any of them was replaced, freed or
+    moved (checked at the first collect of every step, see :meth:`current`).
+    """
+
+    mamba_group_ids: tuple[int, ...]
+    layers: tuple[_Layer, ...]
+    generic: tuple[_Generic, ...]
+    base: npt.NDArray[np.uint64]
+    """Base address of each entry's state tensor."""
+    stride: npt.NDArray[np.uint64]
+    """Bytes between blocks of each entry's state."""
+    src_sel: npt.NDArray[np.intp]
+    """Which of a request's ``2 * groups`` block ids is each entry's source (conv windows
+    read column ``src``, temporal states column ``src + bias``)."""
+    group: npt.NDArray[np.intp]
+    """Each entry's group position (selects its destination block id)."""
+    conv_shift: npt.NDArray[np.uint64]
+    """Bytes a conv window's source moves per accepted token (0 for whole blocks)."""
+    conv_tok: npt.NDArray[np.int64]
+    """Bytes a conv window's copy shrinks per accepted token (0 for whole blocks)."""
+    size0: npt.NDArray[np.int64]
+    """Bytes copied with no accepted-token bias."""
+    min_width: int
+    """Narrowest conv window among known states (:data:`UNBOUNDED` if none)."""
+    limit: tuple[int, ...]
+    """Fewest blocks among known states reading each (group, column kind)."""
+    dst_limit: tuple[int, ...]
+    """Fewest blocks among known states of each group."""
+
+    @property
+    def entries(self) -> int:
+        """Copies per request."""
+        return int(self.base.shape[0])
+
+    @classmethod
+    def build(
+        cls,
+        kv_cache_groups: Sequence[Sequence[str]],
+        copy_funcs: object,
+        mamba_group_ids: Sequence[int],
+        forward_context: Mapping[str, object],
+    ) -> CopyPlan:
+        """Measure every state tensor of ``mamba_group_ids`` in ``forward_context``."""
+        layers: dict[str, tuple[tuple[object, ...], list[tuple[Callable[[], object], int]]]] = {}
+        generic: list[_Generic] = []
+        base: list[int] = []
+        stride: list[int] = []
+        tok_stride: list[int] = []
+        tok_bytes: list[int] = []
+        width: list[int] = []
+        block_bytes: list[int] = []
+        is_conv: list[bool] = []
+        group: list[int] = []
+        blocks: list[int] = []
+        for k, (pos, _gid, layer, s_idx, func) in enumerate(
+            walk(kv_cache_groups, mamba_group_ids, copy_funcs)
+        ):
+            state = layer_states(forward_context, layer)[s_idx]
+            if layer not in layers:
+                layers[layer] = (tuple(funcs_for(copy_funcs, layer)), [])
+            layers[layer][1].append((_ref(state), int(state.data_ptr())))
+            group.append(pos)
+            kind = copy_kind(func)
+            if kind is None:
+                generic.append(_Generic(k, pos, layer, s_idx, func))
+                for col in (base, stride, tok_stride, tok_bytes, width, block_bytes, blocks):
+                    col.append(0)
+                is_conv.append(False)
+                continue
+            g = geometry(state)
+            base.append(g.base.addr)
+            stride.append(g.block_stride)
+            tok_stride.append(g.token_stride)
+            tok_bytes.append(g.token_bytes)
+            width.append(g.width)
+            block_bytes.append(g.block_bytes)
+            is_conv.append(kind == CONV)
+            blocks.append(g.num_blocks)
+        conv = np.array(is_conv, dtype=bool)
+        grp = np.array(group, dtype=np.intp)
+        known = np.ones(len(group), dtype=bool)
+        known[[x.entry for x in generic]] = False
+        u64 = np.array(tok_bytes, dtype=U64)
+        wid = np.array(width, dtype=U64)
+        src_sel = grp * 2 + (~conv).astype(np.intp)
+        conv_widths = wid[conv & known]
+        limit = [UNBOUNDED] * (2 * len(mamba_group_ids))
+        dst_limit = [UNBOUNDED] * len(mamba_group_ids)
+        for k in np.flatnonzero(known).tolist():
+            sel, pos = int(src_sel[k]), group[k]
+            limit[sel] = min(limit[sel], blocks[k])
+            dst_limit[pos] = min(dst_limit[pos], blocks[k])
+        return cls(
+            mamba_group_ids=tuple(mamba_group_ids),
+            layers=tuple(_Layer(name, f, tuple(st)) for name, (f, st) in layers.items()),
+            generic=tuple(generic),
+            base=np.array(base, dtype=U64),
+            stride=np.array(stride, dtype=U64),
+            src_sel=src_sel,
+            group=grp,
+            conv_shift=np.where(conv, np.array(tok_stride, dtype=U64), U64(0)),
+            conv_tok=np.where(conv, u64, U64(0)).astype(np.int64),
+            size0=np.where(conv, wid * u64, np.array(block_bytes, dtype=U64)).astype(np.int64),
+            min_width=int(conv_widths.min()) if conv_widths.size else UNBOUNDED,
+            limit=tuple(limit),
+            dst_limit=tuple(dst_limit),
+        )
+
+    def current(
+        self,
+        kv_cache_groups: Sequence[Sequence[str]],
+        copy_funcs: object,
+        mamba_group_ids: Sequence[int],
+        forward_context: Mapping[str, object],
+    ) -> bool:
+        """Whether the plan still describes these layers: same layers and copy functions,
+        and every state the very tensor it measured, alive, at the same address."""
+        if tuple(mamba_group_ids) != self.mamba_group_ids:
+            return False
+        names = [layer for gid in mamba_group_ids for layer in kv_cache_groups[gid]]
+        if len(names) != len(self.layers):
+            return False
+        by_layer = type(copy_funcs) is dict  # the common case, without the ABC checks
+        for name, layer in zip(names, self.layers, strict=True):
+            funcs = tuple(copy_funcs[name]) if by_layer else funcs_for(copy_funcs, name)  # type: ignore[index]
+            if name != layer.name or funcs != layer.funcs:
+                return False
+            entry = forward_context.get(name)
+            states = getattr(entry, "kv_cache", entry)
+            try:
+                if len(states) < len(layer.states):  # type: ignore[arg-type]
+                    return False
+                for state, (ref, addr) in zip(states, layer.states, strict=False):  # type: ignore[call-overload]
+                    if state is not ref() or state.data_ptr() != addr:
+                        return False
+            except TypeError:  # not a sequence of tensors: build() says what is wrong
+                return False
+        return True
+
+    def compute(
+        self,
+        block_ids: Sequence[Sequence[int]],
+        src: int,
+        dest: int,
+        bias: int,
+        forward_context: Mapping[str, object],
+    ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+        """One request's ``(src addresses, dst addresses, byte counts)``, validated."""
+        cols: list[int] = []
+        dsts: list[int] = []
+        for pos, gid in enumerate(self.mamba_group_ids):
+            ids = block_ids[gid]
+            col = (ids[src], ids[src + bias] if src + bias < len(ids) else -1)
+            for j in (0, 1):
+                lim = self.limit[2 * pos + j]
+                if not 0 <= col[j] < lim:
+                    if lim == UNBOUNDED and col[j] == -1:
+                        continue  # no state of this group reads that column
+                    raise CapacityError(
+                        f"group {gid}: block id {col[j]} outside the {lim} blocks of its states"
+                    )
+            cols += col
+            d = ids[dest]
+            if not 0 <= d < self.dst_limit[pos]:
+                raise CapacityError(f"group {gid}: block id {d} outside its states' blocks")
+            dsts.append(d)
+        if bias < 0 or (bias > self.min_width and self.min_width != UNBOUNDED):
+            raise CapacityError(f"accept_token_bias {bias} outside [0, {self.min_width}]")
+        sb = np.array(cols, dtype=np.int64).astype(U64)[self.src_sel]
+        db = np.array(dsts, dtype=np.int64).astype(U64)[self.group]
+        ub = U64(bias)
+        src_addr = self.base + sb * self.stride + ub * self.conv_shift
+        dst_addr = self.base + db * self.stride
+        sizes = self.size0 - np.int64(bias) * self.conv_tok
+        for g in self.generic:
+            ids = block_ids[self.mamba_group_ids[g.group_pos]]
+            state = layer_states(forward_context, g.layer)[g.index]
+            spec = g.func(state, ids, src, bias + 1)
+            src_addr[g.entry] = _spec_start(spec).addr
+            dst_addr[g.entry] = DevicePtr.of(state[ids[dest]]).addr  # type: ignore[index]
+            sizes[g.entry] = int(spec.num_elements) * int(state.element_size())
+        return src_addr, dst_addr, sizes
 
 
 class MambaCopyBuffers:
@@ -190,7 +309,8 @@ class MambaCopyBuffers:
         self.mamba_group_ids = mamba_group_ids
         self.entries_per_req = entries_per_req
         self.offset = 0
-        self._plan: _Plan | None = None
+        self._plan: CopyPlan | None = None
+        self._step_context: Mapping[str, object] | None = None
 
     @classmethod
     def create(
@@ -220,9 +340,43 @@ class MambaCopyBuffers:
             per_req,
         )
 
+    def plan_for(
+        self,
+        kv_cache_groups: Sequence[Sequence[str]],
+        copy_funcs: object,
+        mamba_group_ids: Sequence[int],
+        forward_context: Mapping[str, object],
+    ) -> CopyPlan:
+        """The copy plan for these layers, rebuilt when a state tensor changed.
+
+        The plan is checked against the state tensors (:meth:`CopyPlan.current`) at the
+        first collect of a step (``offset == 0``; vLLM resets it every step) and whenever
+        another ``forward_context`` object is passed; between those, within one step, it
+        is reused. During a step the buffers hold a reference to that step's
+        ``forward_context`` (dropped by :func:`do_mamba_copy_block` and
+        :meth:`reset_plan`), so its identity cannot be recycled.
+        """
+        plan = self._plan
+        if plan is not None and self.offset > 0 and forward_context is self._step_context:
+            return plan
+        if plan is None or not plan.current(kv_cache_groups, copy_funcs, mamba_group_ids, forward_context):
+            plan = CopyPlan.build(kv_cache_groups, copy_funcs, mamba_group_ids, forward_context)
+            self._plan = plan
+        self._step_context = forward_context
+        return plan
+
+    def end_step(self) -> None:
+        """Drop the reference to this step's ``forward_context`` (the plan stays)."""
+        self._step_context = None
+
     def reset_plan(self) -> None:
-        """Forget the measured state geometry (call after re-allocating state tensors)."""
+        """Forget the measured state geometry (it is re-measured at the next collect).
+
+        Not needed after re-allocating state tensors: the plan notices (see
+        :meth:`plan_for`). Kept for vLLM-style callers.
+        """
         self._plan = None
+        self._step_context = None
 
 
 def collect_mamba_copy_meta(
@@ -246,12 +400,9 @@ def collect_mamba_copy_meta(
     """
     if src_block_idx == dest_block_idx and accept_token_bias == 0:
         return
-    plan = copy_bufs._plan
-    if plan is None or plan.key != (id(forward_context), tuple(mamba_group_ids)):
-        plan = _Plan(kv_cache_groups, mamba_state_copy_funcs, mamba_group_ids, forward_context)
-        copy_bufs._plan = plan
+    plan = copy_bufs.plan_for(kv_cache_groups, mamba_state_copy_funcs, mamba_group_ids, forward_context)
     src, dst, sizes = plan.compute(
-        block_ids_of(req_state), mamba_group_ids, src_block_idx, dest_block_idx, accept_token_bias
+        block_ids_of(req_state), src_block_idx, dest_block_idx, accept_token_bias, forward_context
     )
     off = copy_bufs.offset
     if off + plan.entries > copy_bufs.src_ptrs.capacity:
@@ -267,6 +418,7 @@ def collect_mamba_copy_meta(
 def do_mamba_copy_block(copy_bufs: MambaCopyBuffers) -> None:
     """Run the collected copies: one host-to-device copy per table, one kernel launch."""
     n = copy_bufs.offset
+    copy_bufs.end_step()
     if n == 0:
         return
     if copy_bufs.src_ptrs.device_type is not None:
@@ -278,6 +430,8 @@ def do_mamba_copy_block(copy_bufs: MambaCopyBuffers) -> None:
 
 __all__ = [
     "TEMPORAL",
+    "UNBOUNDED",
+    "CopyPlan",
     "MambaCopyBuffers",
     "MambaCopySpec",
     "batch_memcpy",

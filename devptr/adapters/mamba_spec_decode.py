@@ -8,11 +8,23 @@ copy:
 - ``state_base_addrs``: :class:`devptr.PtrBuffer`, one address per state tensor;
 - ``state_meta``: :class:`devptr.PtrTable` with :data:`devptr.kernels.STATE_META_COLUMNS`
   (block stride, conv width, token bytes, copy bytes, rows, row stride, group);
-- ``block_table_ptrs`` / ``aligned_index_block_table_ptrs``: one address per Mamba group.
+- ``block_table_ptrs``: one block-table address per Mamba group.
 
 :func:`devptr.kernels.copy_state_blocks` consumes them (:meth:`run_fused_precopy`,
 :meth:`copy_state_blocks`). Config objects are replaced by plain values (see
-:mod:`devptr.adapters._mamba_layout`).
+:mod:`devptr.adapters._mamba_layout`). Every entry point raises
+:class:`~devptr.adapters._mamba_layout.NotInitializedError` before
+:meth:`~MambaSpecDecodeMetadata.initialize_from_forward_context` ran (vLLM's
+``run_fused_precopy`` silently does nothing).
+
+vLLM also fills ``aligned_index_block_table_ptrs`` (same shape as ``block_table_ptrs``,
+from the per-batch-row tables of ``aligned_index_block_tables``): its only reader is
+``compute_aligned_state_indices`` (``get_aligned_state_indices_multi_group_kernel``),
+which gathers each group's aligned state ids for the attention metadata, outside the
+state copies ported here. The adapter therefore does not build that table: a port of
+that kernel would build it next to itself (``devptr.ptr_tensor(aligned_tables)``). The
+``aligned_index_block_tables`` argument is still accepted and checked as vLLM checks it
+(one per group, same ``stride(0)`` as the block tables).
 """
 
 from __future__ import annotations
@@ -23,9 +35,10 @@ import numpy as np
 import torch
 
 from devptr import DevicePtr, PtrBuffer, PtrTable
-from devptr._errors import InvalidValueError, LengthMismatchError, StateError
+from devptr._errors import InvalidValueError, LengthMismatchError
 from devptr.adapters._mamba_layout import (
     CONV,
+    NotInitializedError,
     copy_kind,
     funcs_for,
     geometry,
@@ -66,9 +79,6 @@ class MambaSpecDecodeMetadata:
         self.state_base_addrs: PtrBuffer = PtrBuffer(num_states, device=dev, pin_memory=pin)
         self.state_meta = PtrTable(num_states, STATE_META_COLUMNS, device=dev, pin_memory=pin)
         self.block_table_ptrs: PtrBuffer = PtrBuffer(self.num_groups, device=dev, pin_memory=pin)
-        self.aligned_index_block_table_ptrs: PtrBuffer = PtrBuffer(
-            self.num_groups, device=dev, pin_memory=pin
-        )
         self.block_table_stride_req = 0
         self.tiles = 1
         self.is_initialized = False
@@ -157,18 +167,19 @@ class MambaSpecDecodeMetadata:
         self.state_base_addrs.fill(0, bases)
         self.state_meta.fill(0, **{k: np.array(v, dtype=np.int64) for k, v in cols.items()})
         self.block_table_ptrs.fill(0, [DevicePtr.of(t) for t in block_tables])
-        self.aligned_index_block_table_ptrs.fill(0, [DevicePtr.of(t) for t in aligned])
         whole = [b for b, w in zip(cols["copy_bytes"], cols["conv_width"], strict=True) if w == 0]
         self.tiles = max(1, min(MAX_TILES, -(-max(whole, default=0) // TEMPORAL_TILE_BYTES)))
         if self.state_base_addrs.device_type is not None:
-            for table in (
-                self.state_base_addrs,
-                self.state_meta,
-                self.block_table_ptrs,
-                self.aligned_index_block_table_ptrs,
-            ):
+            for table in (self.state_base_addrs, self.state_meta, self.block_table_ptrs):
                 table.to_device()
         self.is_initialized = True
+
+    def _check_initialized(self, what: str) -> None:
+        if not self.is_initialized:
+            raise NotInitializedError(
+                f"{what}() before initialize_from_forward_context(): the state and block-table "
+                "addresses are not known yet"
+            )
 
     def copy_state_blocks(
         self,
@@ -185,8 +196,7 @@ class MambaSpecDecodeMetadata:
         Conv windows shift by ``token_biases[r]`` accepted tokens (also inside one block:
         memmove); whole-block states copy block ``src_cols[r] + token_biases[r]``.
         """
-        if not self.is_initialized:
-            raise StateError("initialize_from_forward_context() has not run")
+        self._check_initialized("copy_state_blocks")
         copy_state_blocks(
             self.state_base_addrs,
             self.state_meta,
@@ -211,9 +221,11 @@ class MambaSpecDecodeMetadata:
     ) -> None:
         """vLLM's align pre-copy: previous running block -> new block, before the forward pass.
 
-        Skips requests with ``src_col < 0`` or ``src_col == state_idx``.
+        Skips requests with ``src_col < 0`` or ``src_col == state_idx``. Raises
+        :class:`NotInitializedError` before :meth:`initialize_from_forward_context`.
         """
-        if num_reqs == 0 or not self.is_initialized:
+        self._check_initialized("run_fused_precopy")
+        if num_reqs == 0:
             return
         self.copy_state_blocks(
             num_reqs, src_col_gpu, state_idx_gpu, token_bias_gpu, idx_mapping, skip_same_block=True
@@ -221,6 +233,7 @@ class MambaSpecDecodeMetadata:
 
     def state_meta_row(self, k: int) -> dict[str, int]:
         """Host metadata of state ``k`` (for inspection and tests)."""
+        self._check_initialized("state_meta_row")
         row = self.state_meta[k]
         return {name: v for name, v in row.items() if isinstance(v, int)}
 
@@ -228,4 +241,4 @@ class MambaSpecDecodeMetadata:
 MambaSpecDecodeGPUContext = MambaSpecDecodeMetadata
 """vLLM's name for the same object."""
 
-__all__ = ["MambaSpecDecodeGPUContext", "MambaSpecDecodeMetadata", "StateMeta"]
+__all__ = ["MambaSpecDecodeGPUContext", "MambaSpecDecodeMetadata", "NotInitializedError", "StateMeta"]

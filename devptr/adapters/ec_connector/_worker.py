@@ -180,7 +180,7 @@ class ECCPUWorker:
 
     def _submit(self, bufs: DescriptorBuffers, n: int, stream: Any, any_order: bool) -> Any:
         if self._mod is None:
-            bufs.swap(n, path=self._path)
+            bufs.swap(n, is_src_access_order_any=any_order, path=self._path)
             return None
         end = self._mod.Event()
         with self._mod.stream(stream):
