@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from devptr._errors import AddressRangeError, DevPtrError, PtrTypeError, describe
-from devptr._ptr import DevicePtr, check_int
+from devptr._ptr import DevicePtr, check_int, unsigned_address
 
 __all__ = [
     "DLPACK_ALIGNMENT",
@@ -82,8 +82,7 @@ def from_int(value: object) -> DevicePtr:
     Raises :class:`~devptr.PtrTypeError` for non-ints (bool and float included) and
     :class:`~devptr.AddressRangeError` outside ``[-2**63, 2**64)``.
     """
-    v = check_int(value)
-    return DevicePtr.from_signed(v) if v < 0 else DevicePtr(v)
+    return DevicePtr(unsigned_address(value, "an address"))
 
 
 # -- cuda-python -----------------------------------------------------------------------------
