@@ -222,7 +222,7 @@ def _quoted(name: str, quote: Quote) -> BlockSpec:
     return BlockSpec(name, make)
 
 
-ALT_KEYS: Final = ("twos", "u64-setitem", "per-platform", "build-view", "devptr")
+ALT_KEYS: Final = ("twos", "u64-setitem", "per-platform", "build-view", "devptr", "small-helper")
 
 
 def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
