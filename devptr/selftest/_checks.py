@@ -292,8 +292,11 @@ def _to_device_in_capture(target: Target) -> str:
     """What happens when ``PtrBuffer.to_device`` itself is captured, then the host is rewritten."""
     buf: PtrBuffer[int] = PtrBuffer(4, device=target.device)
     buf.fill(0, [DevicePtr(a) for a in HIGH_ADDRESSES])
+    def upload() -> None:
+        buf.to_device()
+
     try:
-        graph = _capture(lambda: buf.to_device() and None, target)
+        graph = _capture(upload, target)
         buf.fill(0, [DevicePtr(a + 16) for a in HIGH_ADDRESSES[:3]] + [DevicePtr(64)])
         graph.replay()
         torch.cuda.synchronize(target.device)

@@ -47,6 +47,17 @@ from tools.report.quote import Quote, quote_table
 
 RFC_PATH: Final = Path("rfc/0001-device-pointer-convention.md")
 """The RFC, relative to the repository root."""
+APPENDIX_PATH: Final = Path("rfc/0001-appendix.md")
+"""The RFC's appendix (generated tables, per-option details, benchmark quotes)."""
+DOC_PATHS: Final = (RFC_PATH, APPENDIX_PATH)
+"""Every document holding generated blocks; each block lives in exactly one of them."""
+TRAP_SUMMARY: Final = (
+    "`int64_tensor[k] = HI`",
+    "`int64_tensor[k] = HI - 2**64`",
+    "`uint64_tensor[k] = HI`",
+    "`uint64_tensor[k] = HI - 2**64`",
+)
+"""The four rows of the RFC's summary of the torch 2.13/2.14 sign trap."""
 PLOT_PATH: Final = Path("img/0001-alt-cost.png")
 """The cost figure, relative to the RFC's folder."""
 
@@ -124,6 +135,10 @@ def _traps() -> Sequence[tuple[tuple[str, ...], str]]:
     from tools.report.traps import trap_rows
 
     return trap_rows()
+
+
+def _trap_summary() -> Sequence[tuple[tuple[str, ...], str]]:
+    return [r for r in _traps() if r[0][0] in TRAP_SUMMARY]
 
 
 def _numpy() -> Sequence[tuple[tuple[str, ...], str]]:
@@ -211,6 +226,8 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "Migration", 0),
     "perf-migrate-rules": Quote(Path("benchmarks/results/migrate.md"), "Migration", 1),
     "perf-migrate-check": Quote(Path("benchmarks/results/migrate.md"), "before and after", 0),
+    "perf-convention-same": Quote(Path("benchmarks/results/convention_gpu.md"), "Same kernel", 0),
+    "perf-convention-transfers": Quote(Path("benchmarks/results/convention_gpu.md"), "Host transfers", 0),
 }
 """Tables quoted from the other parts' results files (not compared by the test)."""
 
@@ -228,6 +245,7 @@ ALT_KEYS: Final = ("twos", "u64-setitem", "per-platform", "build-view", "devptr"
 def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
     """Every generated block of the RFC, in document order."""
     out = [
+        _versioned("traps-summary", ("spelling",), _trap_summary),
         _versioned("traps", ("spelling",), _traps),
         _versioned("numpy", ("expression",), _numpy),
         _versioned("uint64-ops", ("operation on a CPU `torch.uint64` tensor `u`",), _uops),
@@ -334,6 +352,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.merge_from is not None:
         return _merge(Path(args.merge_from[0]), args.merge_from[1], Path(args.merge_from[2]), names)
+    target = args.update if args.update is not None else args.check
+    if target is not None and names is None:
+        present = set(find_blocks(target.read_text(encoding="utf-8")))
+        names = [s.name for s in specs(args.vllm_tree) if s.name in present]
     blocks = generate(names, args.vllm_tree)
     if args.update is not None:
         text = args.update.read_text(encoding="utf-8")
