@@ -72,9 +72,7 @@ def load_vllm_batch_memcpy(path: Path) -> Any:
     temporary module (Triton needs a file to read the source from)."""
     src = path.read_text(encoding="utf-8")
     tree = ast.parse(src)
-    node = next(
-        n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "batch_memcpy_kernel"
-    )
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "batch_memcpy_kernel")
     start = min(d.lineno for d in node.decorator_list) - 1
     lines = src.splitlines()[start : node.end_lineno]
     text = "import triton\nimport triton.language as tl\n\n\n" + "\n".join(lines) + "\n"
@@ -97,7 +95,9 @@ def find_vllm_file(arg: str | None) -> Path:
 
 
 # -- part 1: same kernel, different table ---------------------------------------------------
-def mamba_batch(device: torch.device, quick: bool) -> tuple[list[torch.Tensor], list[torch.Tensor], list[int]]:
+def mamba_batch(
+    device: torch.device, quick: bool
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[int]]:
     n, small, big = (4, 48 * KIB, 256 * KIB) if quick else (72, 48 * KIB, 2 * MIB)
     sizes = [small] * n + [big] * n
     srcs = [torch.randint(0, 255, (s,), dtype=torch.uint8, device=device) for s in sizes]
@@ -137,7 +137,9 @@ def devptr_tables(
     return src, dst, nb
 
 
-def interleaved_graphs(fns: dict[str, Callable[[], object]], *, number: int, rounds: int) -> dict[str, H.Timing]:
+def interleaved_graphs(
+    fns: dict[str, Callable[[], object]], *, number: int, rounds: int
+) -> dict[str, H.Timing]:
     """Each function captured into its own CUDA graph (``number`` calls); rounds alternate
     over the graphs, one replay per function per round."""
     graphs = {k: H.capture_graph(fn, number=number) for k, fn in fns.items()}
@@ -157,7 +159,10 @@ def same_kernel(vllm_kernel: Any, device: torch.device, quick: bool, rounds: int
     n = len(sizes)
     v_src, v_dst, v_sizes = vllm_way_tables(srcs, dsts, sizes, device)
     d_src, d_dst, d_sizes = devptr_tables(srcs, dsts, sizes, device)
-    u_src, u_dst = d_src.to_device(encoding=Encoding.U64, non_blocking=False), d_dst.to_device(encoding=Encoding.U64, non_blocking=False)
+    u_src, u_dst = (
+        d_src.to_device(encoding=Encoding.U64, non_blocking=False),
+        d_dst.to_device(encoding=Encoding.U64, non_blocking=False),
+    )
     i_src, i_dst = d_src.device(Encoding.I64), d_dst.device(Encoding.I64)
     sizes_i32 = v_sizes
     tables = {
@@ -168,7 +173,9 @@ def same_kernel(vllm_kernel: Any, device: torch.device, quick: bool, rounds: int
     # the tables hold the same bits
     same = all(
         torch.equal(a.view(torch.int64).cpu(), v_src.view(torch.int64).cpu()) for a, _ in tables.values()
-    ) and all(torch.equal(b.view(torch.int64).cpu(), v_dst.view(torch.int64).cpu()) for _, b in tables.values())
+    ) and all(
+        torch.equal(b.view(torch.int64).cpu(), v_dst.view(torch.int64).cpu()) for _, b in tables.values()
+    )
 
     def vllm_call(s: torch.Tensor, d: torch.Tensor) -> Callable[[], object]:
         return lambda: vllm_kernel[(n,)](s, d, sizes_i32, BLOCK_SIZE=1024)
@@ -240,8 +247,15 @@ def transfers(device: torch.device, quick: bool, repeat: int) -> dict[str, Any]:
 
 
 def _transfers(
-    device: torch.device, quick: bool, repeat: int, total: int, block_sizes: list[int],
-    arena: torch.Tensor, host: torch.Tensor, cupy_api: Any, batch_api: Any,
+    device: torch.device,
+    quick: bool,
+    repeat: int,
+    total: int,
+    block_sizes: list[int],
+    arena: torch.Tensor,
+    host: torch.Tensor,
+    cupy_api: Any,
+    batch_api: Any,
 ) -> dict[str, Any]:
     stream = torch.cuda.current_stream().cuda_stream
     rows: list[dict[str, Any]] = []
@@ -271,8 +285,11 @@ def _transfers(
                 kind = d2h if direction == "D2H" else h2d
 
                 def per_block(
-                    memcpy: Any = memcpy, kind: int = kind, s: list[int] = src_addrs,
-                    d: list[int] = dst_addrs, n: int = bs,
+                    memcpy: Any = memcpy,
+                    kind: int = kind,
+                    s: list[int] = src_addrs,
+                    d: list[int] = dst_addrs,
+                    n: int = bs,
                 ) -> None:
                     for a, b in zip(d, s, strict=True):
                         memcpy(a, b, n, kind, stream)
@@ -351,13 +368,15 @@ def markdown(result: dict[str, Any]) -> str:
         "# The convention's own cost on a GPU; copy engines against SM copies",
         "",
         H.header(result["meta"]["command"]).rstrip(),
-        f"- vLLM kernel source: `{result['vllm_file_name']}` of the vLLM 0.33.0 wheel (read at run time, not committed)",
+        f"- vLLM kernel source: `{result['vllm_file_name']}` of the vLLM 0.33.0 wheel "
+        "(read at run time, not committed)",
         "",
         "## Same kernel, different table",
         "",
         f"{result['same']['segments']} segments, {result['same']['bytes'] / MIB:.1f} MiB per call "
         "(72 x 48 KiB + 72 x 2 MiB, the Mamba batch of kernels.md); device time per call from CUDA-graph "
-        f"replays (5 calls per graph, rounds interleaved); tables bit-identical: {result['same']['same_bits']}.",
+        "replays (5 calls per graph, rounds interleaved); tables bit-identical: "
+        f"{result['same']['same_bits']}.",
         "",
         "| kernel | table | median us | IQR us | min us | vs vLLM-built table, same kernel | correct |",
         "|---|---|---|---|---|---|---|",
@@ -367,7 +386,8 @@ def markdown(result: dict[str, Any]) -> str:
         ratio = r["median_ns"] / base[r["kernel"]]
         out.append(
             f"| {r['kernel']} | {r['table']} | {r['median_ns'] / 1e3:.1f} | "
-            f"{r['p25_ns'] / 1e3:.1f}-{r['p75_ns'] / 1e3:.1f} | {r['min_ns'] / 1e3:.1f} | {ratio:.2f}x | {r['correct']} |"
+            f"{r['p25_ns'] / 1e3:.1f}-{r['p75_ns'] / 1e3:.1f} | {r['min_ns'] / 1e3:.1f} | "
+            f"{ratio:.2f}x | {r['correct']} |"
         )
     out += [
         "",

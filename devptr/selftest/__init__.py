@@ -35,7 +35,8 @@ def _versions() -> str:
     hip = getattr(torch.version, "hip", None)
     cuda = getattr(torch.version, "cuda", None)
     runtime = f", HIP {hip}" if hip else (f", CUDA {cuda}" if cuda else "")
-    return f"torch {torch.__version__}{runtime}, {tri}, numpy {np.__version__}, Python {platform.python_version()}"
+    py = platform.python_version()
+    return f"torch {torch.__version__}{runtime}, {tri}, numpy {np.__version__}, Python {py}"
 
 
 def format_report(target: Target, results: Sequence[Result]) -> str:

@@ -92,7 +92,9 @@ def check_allocations(target: Target, count: int = 64) -> Result:
     """Real allocations: every address round-trips through ``DevicePtr.of`` and ``.signed``."""
 
     def run() -> Result:
-        tensors = [torch.empty(1 << (10 + k % 12), dtype=torch.uint8, device=target.device) for k in range(count)]
+        tensors = [
+            torch.empty(1 << (10 + k % 12), dtype=torch.uint8, device=target.device) for k in range(count)
+        ]
         ptrs = [DevicePtr.of(t) for t in tensors]
         for t, p in zip(tensors, ptrs, strict=True):
             raw = t.data_ptr()
@@ -204,7 +206,12 @@ def check_addr_cache(target: Target) -> Result:
         from devptr.selftest import _kernels as k
 
         out = torch.zeros(2, dtype=torch.int64, device=target.device)
-        values = [DevicePtr.of(out), DevicePtr(HIGH_ADDRESSES[2]), DevicePtr(HIGH_ADDRESSES[1]), DevicePtr(4096)]
+        values = [
+            DevicePtr.of(out),
+            DevicePtr(HIGH_ADDRESSES[2]),
+            DevicePtr(HIGH_ADDRESSES[1]),
+            DevicePtr(4096),
+        ]
         keys = {specialization_key(k._addr_echo_kernel, addr_arg(p), out, DEREF=False) for p in values}
         before = compiled_variants(k._addr_echo_kernel)
         for p in values:
@@ -216,10 +223,18 @@ def check_addr_cache(target: Target) -> Result:
         if len(keys) != 1:
             return Result("addr-arg cache", "FAIL", f"{len(keys)} specialisation keys: {sorted(keys)}")
         if target.interpreted:
-            return Result("addr-arg cache", "pass", f"1 specialisation key {next(iter(keys))} (interpreter: no compile cache)")
+            return Result(
+                "addr-arg cache",
+                "pass",
+                f"1 specialisation key {next(iter(keys))} (interpreter: no compile cache)",
+            )
         if after - before > 1 or after < 1:
             return Result("addr-arg cache", "FAIL", f"compiled variants went {before} -> {after}")
-        return Result("addr-arg cache", "pass", f"4 addresses (low, >= 2**63, unaligned, small): 1 key, {after} compiled variant(s)")
+        return Result(
+            "addr-arg cache",
+            "pass",
+            f"4 addresses (low, >= 2**63, unaligned, small): 1 key, {after} compiled variant(s)",
+        )
 
     return _guard("addr-arg cache", run)
 
@@ -230,7 +245,11 @@ def check_graph(target: Target) -> Result:
 
     def run() -> Result:
         if target.device.type != "cuda":
-            what = "XPU graph capture is not exercised yet" if target.device.type == "xpu" else "no graph on a CPU"
+            what = (
+                "XPU graph capture is not exercised yet"
+                if target.device.type == "xpu"
+                else "no graph on a CPU"
+            )
             return Result("graph capture", "skip", what)
         from devptr.kernels import batch_memcpy
 
@@ -275,7 +294,7 @@ def check_graph(target: Target) -> Result:
 
 
 def _capture(step: Callable[[], None], target: Target) -> torch.cuda.CUDAGraph:
-    side = torch.cuda.Stream(target.device)
+    side = torch.cuda.Stream(target.device)  # type: ignore[no-untyped-call]
     side.wait_stream(torch.cuda.current_stream(target.device))
     with torch.cuda.stream(side):
         step()
@@ -292,6 +311,7 @@ def _to_device_in_capture(target: Target) -> str:
     """What happens when ``PtrBuffer.to_device`` itself is captured, then the host is rewritten."""
     buf: PtrBuffer[int] = PtrBuffer(4, device=target.device)
     buf.fill(0, [DevicePtr(a) for a in HIGH_ADDRESSES])
+
     def upload() -> None:
         buf.to_device()
 

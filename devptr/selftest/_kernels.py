@@ -21,7 +21,7 @@ def _addr_echo_kernel(src_addr: tl.int64, out_ptr, DEREF: tl.constexpr):  # type
         tl.store(out_ptr + 1, value.to(tl.int64))
 
 
-@triton.jit  # type: ignore[untyped-decorator]
+@triton.jit
 def _lt_kernel(tab_ptr, out_ptr):  # type: ignore[no-untyped-def]
     a = tl.load(tab_ptr).to(tl.uint64, bitcast=True)
     b = tl.load(tab_ptr + 1).to(tl.uint64, bitcast=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import numpy as np
@@ -51,7 +51,9 @@ class CapacityError(PtrTableError, IndexError):
 
 
 def _kind(x: object) -> str:
-    return f"{type(x).__name__} {x:#x}" if isinstance(x, int) and not isinstance(x, bool) else type(x).__name__
+    return (
+        f"{type(x).__name__} {x:#x}" if isinstance(x, int) and not isinstance(x, bool) else type(x).__name__
+    )
 
 
 # -- encodings -------------------------------------------------------------------------------
@@ -251,7 +253,9 @@ def store(container: object, index: int | slice, ptrs: object) -> None:
     view[index] = values[0] if isinstance(index, int) else values
 
 
-def ptr_tensor(items: object, *, encoding: Encoding | None = None, device: str | torch.device | None = None) -> torch.Tensor:
+def ptr_tensor(
+    items: object, *, encoding: Encoding | None = None, device: str | torch.device | None = None
+) -> torch.Tensor:
     """A new 1-D table of ``items`` (DevicePtrs or tensors) in ``encoding`` on ``device``."""
     enc = encoding if encoding is not None else encoding_for(device)
     host = torch.from_numpy(_as_u64(items).view(np.int64).copy())
@@ -262,7 +266,9 @@ def ptr_tensor(items: object, *, encoding: Encoding | None = None, device: str |
 class PtrBuffer:
     """``capacity`` addresses: a uint64 host table plus, with ``device=``, a device mirror."""
 
-    def __init__(self, capacity: int, *, device: str | torch.device | None = None, pin_memory: bool | None = None) -> None:
+    def __init__(
+        self, capacity: int, *, device: str | torch.device | None = None, pin_memory: bool | None = None
+    ) -> None:
         if type(capacity) is not int or capacity < 0:
             raise CapacityError(f"capacity must be an int >= 0 (got {_kind(capacity)})")
         self._device = None if device is None else torch.device(device)
@@ -270,7 +276,9 @@ class PtrBuffer:
         pin = accel if pin_memory is None else (pin_memory and accel)
         self._host = torch.zeros(capacity, dtype=torch.int64, pin_memory=pin)
         self._np: npt.NDArray[np.uint64] = self._host.numpy().view(np.uint64)
-        self._mirror = None if self._device is None else torch.zeros(capacity, dtype=torch.int64, device=self._device)
+        self._mirror = (
+            None if self._device is None else torch.zeros(capacity, dtype=torch.int64, device=self._device)
+        )
         self._pending: Any = None
 
     @property
@@ -294,10 +302,12 @@ class PtrBuffer:
         return DevicePtr(int(self._np[i]))
 
     def __setitem__(self, i: int, value: DevicePtr) -> None:
-        if not isinstance(value, DevicePtr):
+        if type(value) is not DevicePtr:
             raise PtrTypeError(f"entries are DevicePtrs (got {_kind(value)})")
-        self._check(i, 1)
-        self._wait()
+        if type(i) is not int or not 0 <= i < self._np.size:
+            raise CapacityError(f"index {i!r} outside capacity {self.capacity}")
+        if self._pending is not None:
+            self._wait()
         self._np[i] = value.addr
 
     def fill(self, start: int, ptrs: object) -> int:
@@ -326,7 +336,9 @@ class PtrBuffer:
         enc = encoding if encoding is not None else encoding_for(self._device)
         return self._mirror.view(enc.torch_dtype)
 
-    def to_device(self, n: int | None = None, *, encoding: Encoding | None = None, non_blocking: bool = True) -> torch.Tensor:
+    def to_device(
+        self, n: int | None = None, *, encoding: Encoding | None = None, non_blocking: bool = True
+    ) -> torch.Tensor:
         """Copy the first ``n`` entries to the mirror (one copy); returns their device view."""
         count = self.capacity if n is None else n
         if type(count) is not int or not 0 <= count <= self.capacity:

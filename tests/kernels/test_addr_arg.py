@@ -71,9 +71,9 @@ def test_addr_jit_requires_int64_annotation() -> None:
     def wrong(src_addr: int, out_ptr):  # type: ignore[no-untyped-def]
         pass
 
-    with pytest.raises(AddrParamError, match="tl.int64"):
+    with pytest.raises(AddrParamError, match=r"tl\.int64"):
         addr_jit(addr_params=["src_addr"])(unannotated)
-    with pytest.raises(AddrParamError, match="tl.int64"):
+    with pytest.raises(AddrParamError, match=r"tl\.int64"):
         addr_jit(addr_params=["src_addr"])(wrong)
     with pytest.raises(AddrParamError, match="no parameter"):
         addr_jit(addr_params=["dst_addr"])(wrong)

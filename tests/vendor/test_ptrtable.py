@@ -143,7 +143,12 @@ def test_vendor_configure_reads_once() -> None:
 
 
 def test_vendor_errors_share_one_base() -> None:
-    for exc in (ptrtable.PtrTypeError, ptrtable.AddressRangeError, ptrtable.AddressOverflowError, ptrtable.CapacityError):
+    for exc in (
+        ptrtable.PtrTypeError,
+        ptrtable.AddressRangeError,
+        ptrtable.AddressOverflowError,
+        ptrtable.CapacityError,
+    ):
         assert issubclass(exc, ptrtable.PtrTableError)
 
 

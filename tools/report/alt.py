@@ -527,6 +527,15 @@ def _small_helper() -> list[Step]:
         t.numpy()[0] = (_h_u64(HI), 4096)
         return _expect(t, [HI, 4096])
 
+    def i64_view() -> torch.Tensor:
+        return _h_view(filled(), torch.int64)
+
+    def first_signed() -> int:
+        return int(i64_view()[0].item())
+
+    def cmp_cell() -> Cell:
+        return triton_lt(cmp_i64(), bitcast=True)
+
     def cmp_i64() -> torch.Tensor:
         t = _h_table(2)
         t.numpy()[:] = (LOW_CMP, HI)
@@ -539,10 +548,10 @@ def _small_helper() -> list[Step]:
         ("overflow past 2**64", "the same, `2**64 - 8 + 16`", overflow),
         ("address given signed", "`set_ptr(t, k, p - 2**64)` (masks to 64 bits)", signed_in),
         ("rows (ptr, nbytes)", "`u64_table(n, 2)`; `t.numpy()[k] = (u64(p), n)`", mixed),
-        ("CUDA/ROCm C++ op", "`t.view(torch.int64)`", lambda: cpp_op_cell(_h_view(filled(), torch.int64), torch.int64)),
+        ("CUDA/ROCm C++ op", "`t.view(torch.int64)`", lambda: cpp_op_cell(i64_view(), torch.int64)),
         ("XPU C++ op", "`t` (uint64)", lambda: cpp_op_cell(filled(), torch.uint64)),
-        ("Triton `a < b`", "int64 view; the kernel bitcasts to uint64", lambda: triton_lt(cmp_i64(), bitcast=True)),
-        ("custom-op `int` arg", "`t.view(torch.int64)[k].item()`", lambda: custom_op_cell(int(_h_view(filled(), torch.int64)[0].item()))),
+        ("Triton `a < b`", "int64 view; the kernel bitcasts to uint64", cmp_cell),
+        ("custom-op `int` arg", "`t.view(torch.int64)[k].item()`", lambda: custom_op_cell(first_signed())),
     ]
 
 
