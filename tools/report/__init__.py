@@ -207,7 +207,7 @@ def _encodings() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
     return encoding_rows()
 
 
-REPO_ROOT: Final = Path(__file__).resolve().parents[1]
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 """The checkout this module runs from (results files are read relative to it)."""
 
 
@@ -228,6 +228,7 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-migrate-check": Quote(Path("benchmarks/results/migrate.md"), "before and after", 0),
     "perf-convention-same": Quote(Path("benchmarks/results/convention_gpu.md"), "Same kernel", 0),
     "perf-convention-transfers": Quote(Path("benchmarks/results/convention_gpu.md"), "Host transfers", 0),
+    "perf-convention-host": Quote(Path("benchmarks/results/convention_host.md"), "H200 host", 0),
 }
 """Tables quoted from the other parts' results files (not compared by the test)."""
 
