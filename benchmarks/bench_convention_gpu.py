@@ -117,8 +117,8 @@ def vllm_way_tables(
     host_sizes = torch.zeros(n, dtype=torch.int32, pin_memory=pin)
     s_np, d_np, z_np = host_src.numpy(), host_dst.numpy(), host_sizes.numpy()
     for i in range(n):
-        s_np[i] = srcs[i].data_ptr()  # devptr: ignore[DP001] -- vLLM's way, the baseline
-        d_np[i] = dsts[i].data_ptr()  # devptr: ignore[DP001] -- vLLM's way, the baseline
+        s_np[i] = srcs[i].data_ptr()  # devptr: ignore[DP006] -- vLLM's way, the baseline
+        d_np[i] = dsts[i].data_ptr()  # devptr: ignore[DP006] -- vLLM's way, the baseline
         z_np[i] = sizes[i]
     return host_src.to(device), host_dst.to(device), host_sizes.to(device)
 

@@ -21,7 +21,7 @@ from devptr._buffer import PtrBuffer
 from devptr._encoding import Encoding, encoding_for
 from devptr._ptr import DevicePtr
 from devptr._sizes import SizeBuffer
-from devptr._store import store
+from devptr._store import ptr_tensor, store
 from devptr.testing import HIGH_ADDRESSES
 
 Status = Literal["pass", "FAIL", "skip"]
@@ -186,9 +186,10 @@ def check_kernels(target: Target) -> Result:
         _sync(target)
         if not all(torch.equal(s, d) for s, d in zip(srcs, dsts, strict=True)):
             return Result("kernels", "FAIL", f"batch_memcpy with {enc.name} tables copied wrong bytes")
-    tab = torch.tensor([0x7FFF_FFFF_F000, HIGH_ADDRESSES[2]], dtype=torch.uint64)
+    pair = [DevicePtr(0x7FFF_FFFF_F000), DevicePtr(HIGH_ADDRESSES[2])]
+    tab = ptr_tensor(pair, encoding=Encoding.I64, device=target.device)  # signed: the hard case
     out = torch.zeros(1, dtype=torch.int32, device=target.device)
-    k._lt_kernel[(1,)](tab.view(torch.int64).to(target.device), out)
+    k._lt_kernel[(1,)](tab, out)
     if int(out.cpu()[0]) != 1:
         return Result("kernels", "FAIL", "unsigned compare: 0x7ffffffff000 < HI came out false")
     probe = torch.tensor([1234567], dtype=torch.int32, device=target.device)

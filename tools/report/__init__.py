@@ -1,13 +1,18 @@
 """Regenerate the RFC's tables by running the code they describe: ``python -m tools.report``.
 
+The blocks live in two documents: the RFC (``rfc/0001-device-pointer-convention.md``: the
+trap summary, the alternatives' scores, two quotes) and its appendix (``rfc/0001-appendix.md``:
+everything else). ``--update FILE`` / ``--check FILE`` handle the blocks FILE holds.
+
 Usage (from the repository root)::
 
     python -m tools.report                       # print every block for the installed torch
+    python -m tools.report --update rfc/0001-appendix.md
     python -m tools.report --update rfc/0001-device-pointer-convention.md
-    python -m tools.report --check rfc/0001-device-pointer-convention.md   # exit 1 on a diff
+    python -m tools.report --check rfc/0001-appendix.md   # exit 1 on a diff
     python -m tools.report --only traps,alt-summary
-    python -m tools.report --update rfc/0001-device-pointer-convention.md --vllm-tree DIR
-    python -m tools.report --plot rfc/0001-device-pointer-convention.md   # the cost figure
+    python -m tools.report --update rfc/0001-appendix.md --vllm-tree DIR
+    python -m tools.report --plot rfc/0001-appendix.md   # the cost figure
 
 Tables that depend on the torch version have one column per version (``torch 2.13``,
 ``torch 2.14``): a run fills the installed version's column and keeps the others, so run
