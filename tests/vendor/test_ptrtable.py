@@ -164,3 +164,24 @@ def test_vendor_module_imports_only_torch_numpy_stdlib() -> None:
     allowed = {"torch", "numpy", "__future__"} | set(sys.stdlib_module_names)
     assert roots <= allowed, roots - allowed
     assert "devptr" not in roots
+
+
+def test_torch_compile_graph_breaks_around_table_writes(api: types.ModuleType) -> None:
+    """Inside ``torch.compile`` the helpers graph-break and write the right bits; with
+    ``fullgraph=True`` Dynamo refuses them (numpy, ``data_ptr()``): build tables outside."""
+    import torch._dynamo
+
+    buf = api.PtrBuffer(2, pin_memory=False)
+    x = torch.zeros(4)
+
+    def step(t: torch.Tensor) -> torch.Tensor:
+        buf.fill(0, [t, t])
+        return t + 1
+
+    torch._dynamo.reset()
+    out = torch.compile(step, backend="eager")(x)
+    assert torch.equal(out, x + 1) and bits(buf.numpy()) == [x.data_ptr()] * 2
+    torch._dynamo.reset()
+    with pytest.raises(torch._dynamo.exc.Unsupported):
+        torch.compile(step, backend="eager", fullgraph=True)(x)
+    torch._dynamo.reset()
