@@ -37,6 +37,18 @@ def demo() -> None:
     run_demo()
 
 
+@app.command()
+def selftest(
+    device: str = typer.Option(None, help="device to test (default: the first accelerator, else the CPU)"),
+) -> None:
+    """Check devptr on this machine's accelerator and print a report to paste into the RFC discussion."""
+    from devptr.selftest import format_report, run_selftest
+
+    target, results = run_selftest(device)
+    typer.echo(format_report(target, results), nl=False)
+    raise typer.Exit(1 if any(r.status == "FAIL" for r in results) else 0)
+
+
 from devptr.lint.command import check_command  # noqa: E402 - light: typer + stdlib only
 
 app.command("check")(check_command)

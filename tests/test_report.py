@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from tools.report import RFC_PATH, check_document, generate, installed_version, main, specs
+from tools.report import (
+    APPENDIX_PATH,
+    DOC_PATHS,
+    RFC_PATH,
+    check_document,
+    generate,
+    installed_version,
+    main,
+    specs,
+)
 from tools.report.md import (
     NOT_RUN,
     Block,
@@ -31,6 +40,9 @@ from tools.report.md import (
 _BLOCK = re.compile(r"<!-- devptr-report:([a-z0-9-]+) -->.*?<!-- /devptr-report:\1 -->", re.DOTALL)
 ROOT = Path(__file__).resolve().parents[1]
 RFC = ROOT / RFC_PATH
+APPENDIX = ROOT / APPENDIX_PATH
+RFC_MAX_LINES = 220
+"""The RFC stays short (about 200 lines of prose and tables); the evidence is in the appendix."""
 
 
 @pytest.fixture(scope="module")
@@ -39,22 +51,44 @@ def blocks() -> list[Block]:
 
 
 @pytest.fixture(scope="module")
-def rfc_text() -> str:
-    return RFC.read_text(encoding="utf-8")
+def docs() -> dict[Path, str]:
+    return {path: (ROOT / path).read_text(encoding="utf-8") for path in DOC_PATHS}
 
 
-def test_rfc_has_every_block(rfc_text: str) -> None:
-    found = find_blocks(rfc_text)
+@pytest.fixture(scope="module")
+def rfc_text(docs: dict[Path, str]) -> str:
+    """Both documents together (each block lives in exactly one of them)."""
+    return "\n".join(docs.values())
+
+
+def test_every_block_lives_in_exactly_one_document(docs: dict[Path, str]) -> None:
+    found = {path: set(find_blocks(text)) for path, text in docs.items()}
     for spec in specs():
-        assert spec.name in found, f"block {spec.name!r} missing from {RFC_PATH}"
+        homes = [str(p) for p, names in found.items() if spec.name in names]
+        assert len(homes) == 1, f"block {spec.name!r} is in {homes or 'no document'}"
+    known = {s.name for s in specs()} | {"vllm-check", "vllm-check-areas"}
+    for path, names in found.items():
+        assert names <= known, f"{path} holds blocks no generator writes: {names - known}"
 
 
-def test_rfc_tables_match_this_torch(rfc_text: str, blocks: list[Block]) -> None:
-    problems = check_document(rfc_text, blocks, installed_version())
+@pytest.mark.parametrize("path", DOC_PATHS, ids=lambda p: p.name)
+def test_document_tables_match_this_torch(path: Path, docs: dict[Path, str], blocks: list[Block]) -> None:
+    present = set(find_blocks(docs[path]))
+    mine = [b for b in blocks if b.name in present]
+    assert mine, f"{path} holds no generated block"
+    problems = check_document(docs[path], mine, installed_version())
     assert not problems, (
-        "the RFC's tables differ from this run; regenerate with "
-        f"`python -m tools.report --update {RFC_PATH}`:\n" + "\n".join(problems)
+        f"the tables of {path} differ from this run; regenerate with "
+        f"`python -m tools.report --update {path}`:\n" + "\n".join(problems)
     )
+
+
+def test_rfc_is_short_and_asks_first(docs: dict[Path, str]) -> None:
+    lines = docs[RFC_PATH].splitlines()
+    assert len(lines) <= RFC_MAX_LINES, f"{RFC_PATH} has {len(lines)} lines (at most {RFC_MAX_LINES})"
+    first_screen = "\n".join(lines[:20])
+    assert "The ask" in first_screen and "files change" in first_screen
+    assert "devptr-report" not in first_screen
 
 
 def _first_versioned(blocks: list[Block], check: str) -> Block:
@@ -153,7 +187,8 @@ def test_cli_check_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     """``--check`` returns 1 on a document whose traps column was edited, 0 after ``--update``."""
     doc = tmp_path / "rfc.md"
     column = f"torch {installed_version()}"
-    doc.write_text(_edit_cell(RFC.read_text(encoding="utf-8"), "traps", column, "edited"), encoding="utf-8")
+    edited = _edit_cell(APPENDIX.read_text(encoding="utf-8"), "traps", column, "edited")
+    doc.write_text(edited, encoding="utf-8")
     assert main(["--only", "traps", "--check", str(doc)]) == 1
     assert "traps" in capsys.readouterr().out
     assert main(["--only", "traps", "--update", str(doc)]) == 0
@@ -169,8 +204,8 @@ def test_vllm_check_counts_match(rfc_text: str) -> None:
     blocks = generate(["vllm-check", "vllm-check-areas"], tree)
     problems = check_document(rfc_text, blocks, installed_version())
     assert not problems, (
-        "devptr check's counts on vLLM differ from the RFC (did the checker change?); run "
-        f"`python -m tools.report --update {RFC_PATH} --only vllm-check,vllm-check-areas "
+        "devptr check's counts on vLLM differ from the appendix (did the checker change?); run "
+        f"`python -m tools.report --update {APPENDIX_PATH} --only vllm-check,vllm-check-areas "
         "--vllm-tree $DEVPTR_VLLM_TREE`:\n" + "\n".join(problems)
     )
 
@@ -181,12 +216,12 @@ def test_import_devptr_does_not_import_report() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_rfc_relative_links_resolve(rfc_text: str) -> None:
-    links = re.findall(r"\]\(([^)\s]+)\)", rfc_text)
+@pytest.mark.parametrize("path", DOC_PATHS, ids=lambda p: p.name)
+def test_relative_links_resolve(path: Path, docs: dict[Path, str]) -> None:
+    links = re.findall(r"\]\(([^)\s]+)\)", docs[path])
     assert links
+    base = (ROOT / path).parent
     missing = [
-        link
-        for link in links
-        if "://" not in link and not (RFC.parent / link.split("#", 1)[0]).exists()
+        link for link in links if "://" not in link and not (base / link.split("#", 1)[0]).exists()
     ]
-    assert not missing, f"links in {RFC_PATH} that point nowhere: {missing}"
+    assert not missing, f"links in {path} that point nowhere: {missing}"

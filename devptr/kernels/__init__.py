@@ -11,20 +11,26 @@ first launch to run the kernels on the CPU (tables and memory on the CPU).
 """
 
 from devptr._sizes import SizeBuffer
+from devptr.kernels._addr_arg import AddrParamError, addr_arg, addr_jit, compiled_variants, specialization_key
 from devptr.kernels._memcpy import MemmoveKind, batch_memcpy, memmove_kinds
 from devptr.kernels._runtime import TritonUnavailableError
 from devptr.kernels._state_copy import STATE_META_COLUMNS, StateMeta, copy_state_blocks
 from devptr.kernels.lamport import LamportTableOwner, lamport_allreduce
 
 __all__ = [
+    "AddrParamError",
     "STATE_META_COLUMNS",
     "LamportTableOwner",
     "MemmoveKind",
     "SizeBuffer",
     "StateMeta",
     "TritonUnavailableError",
+    "addr_arg",
+    "addr_jit",
     "batch_memcpy",
+    "compiled_variants",
     "copy_state_blocks",
     "lamport_allreduce",
     "memmove_kinds",
+    "specialization_key",
 ]

@@ -1,13 +1,18 @@
 """Regenerate the RFC's tables by running the code they describe: ``python -m tools.report``.
 
+The blocks live in two documents: the RFC (``rfc/0001-device-pointer-convention.md``: the
+trap summary, the alternatives' scores, two quotes) and its appendix (``rfc/0001-appendix.md``:
+everything else). ``--update FILE`` / ``--check FILE`` handle the blocks FILE holds.
+
 Usage (from the repository root)::
 
     python -m tools.report                       # print every block for the installed torch
+    python -m tools.report --update rfc/0001-appendix.md
     python -m tools.report --update rfc/0001-device-pointer-convention.md
-    python -m tools.report --check rfc/0001-device-pointer-convention.md   # exit 1 on a diff
+    python -m tools.report --check rfc/0001-appendix.md   # exit 1 on a diff
     python -m tools.report --only traps,alt-summary
-    python -m tools.report --update rfc/0001-device-pointer-convention.md --vllm-tree DIR
-    python -m tools.report --plot rfc/0001-device-pointer-convention.md   # the cost figure
+    python -m tools.report --update rfc/0001-appendix.md --vllm-tree DIR
+    python -m tools.report --plot rfc/0001-appendix.md   # the cost figure
 
 Tables that depend on the torch version have one column per version (``torch 2.13``,
 ``torch 2.14``): a run fills the installed version's column and keeps the others, so run
@@ -47,6 +52,17 @@ from tools.report.quote import Quote, quote_table
 
 RFC_PATH: Final = Path("rfc/0001-device-pointer-convention.md")
 """The RFC, relative to the repository root."""
+APPENDIX_PATH: Final = Path("rfc/0001-appendix.md")
+"""The RFC's appendix (generated tables, per-option details, benchmark quotes)."""
+DOC_PATHS: Final = (RFC_PATH, APPENDIX_PATH)
+"""Every document holding generated blocks; each block lives in exactly one of them."""
+TRAP_SUMMARY: Final = (
+    "`int64_tensor[k] = HI`",
+    "`int64_tensor[k] = HI - 2**64`",
+    "`uint64_tensor[k] = HI`",
+    "`uint64_tensor[k] = HI - 2**64`",
+)
+"""The four rows of the RFC's summary of the torch 2.13/2.14 sign trap."""
 PLOT_PATH: Final = Path("img/0001-alt-cost.png")
 """The cost figure, relative to the RFC's folder."""
 
@@ -126,6 +142,10 @@ def _traps() -> Sequence[tuple[tuple[str, ...], str]]:
     return trap_rows()
 
 
+def _trap_summary() -> Sequence[tuple[tuple[str, ...], str]]:
+    return [r for r in _traps() if r[0][0] in TRAP_SUMMARY]
+
+
 def _numpy() -> Sequence[tuple[tuple[str, ...], str]]:
     from tools.report.traps import numpy_rows
 
@@ -192,7 +212,7 @@ def _encodings() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
     return encoding_rows()
 
 
-REPO_ROOT: Final = Path(__file__).resolve().parents[1]
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 """The checkout this module runs from (results files are read relative to it)."""
 
 
@@ -211,6 +231,9 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "Migration", 0),
     "perf-migrate-rules": Quote(Path("benchmarks/results/migrate.md"), "Migration", 1),
     "perf-migrate-check": Quote(Path("benchmarks/results/migrate.md"), "before and after", 0),
+    "perf-convention-same": Quote(Path("benchmarks/results/convention_gpu.md"), "Same kernel", 0),
+    "perf-convention-transfers": Quote(Path("benchmarks/results/convention_gpu.md"), "Host transfers", 0),
+    "perf-convention-host": Quote(Path("benchmarks/results/convention_host.md"), "H200 host", 0),
 }
 """Tables quoted from the other parts' results files (not compared by the test)."""
 
@@ -222,12 +245,13 @@ def _quoted(name: str, quote: Quote) -> BlockSpec:
     return BlockSpec(name, make)
 
 
-ALT_KEYS: Final = ("twos", "u64-setitem", "per-platform", "build-view", "devptr")
+ALT_KEYS: Final = ("twos", "u64-setitem", "per-platform", "build-view", "devptr", "small-helper")
 
 
 def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
     """Every generated block of the RFC, in document order."""
     out = [
+        _versioned("traps-summary", ("spelling",), _trap_summary),
         _versioned("traps", ("spelling",), _traps),
         _versioned("numpy", ("expression",), _numpy),
         _versioned("uint64-ops", ("operation on a CPU `torch.uint64` tensor `u`",), _uops),
@@ -334,6 +358,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.merge_from is not None:
         return _merge(Path(args.merge_from[0]), args.merge_from[1], Path(args.merge_from[2]), names)
+    target = args.update if args.update is not None else args.check
+    if target is not None and names is None:
+        present = set(find_blocks(target.read_text(encoding="utf-8")))
+        names = [s.name for s in specs(args.vllm_tree) if s.name in present]
     blocks = generate(names, args.vllm_tree)
     if args.update is not None:
         text = args.update.read_text(encoding="utf-8")

@@ -300,6 +300,11 @@ def _per_platform() -> list[Step]:
         t.numpy()[0] = NEG
         return _expect(t, [HI])
 
+    def mixed() -> Cell:
+        t2 = torch.zeros((1, 2), dtype=torch.uint64)  # the XPU branch's dtype
+        t2.numpy()[0] = (HI, 4096)
+        return _expect(t2, [HI, 4096])
+
     def filled(is_xpu: bool) -> torch.Tensor:
         t = table(is_xpu)
         t.numpy()[:] = np.asarray(ADDRS, dtype=np.uint64)  # devptr: ignore[DP006]
@@ -318,6 +323,7 @@ def _per_platform() -> list[Step]:
         ("strided slots", "`np.uint64(base) + int64_idx * stride`", strided_int_idx),
         ("overflow past 2**64", "numpy uint64 `2**64 - 8 + 16`", overflow),
         ("address given signed", "`t.numpy()[k] = p - 2**64` (XPU)", signed_in),
+        ("rows (ptr, nbytes)", "`t2 = torch.empty((n, 2), dtype=dt)`; `t2.numpy()[k] = (p, n)` (XPU)", mixed),
         ("CUDA/ROCm C++ op", "pass `t` (CUDA: int64)", lambda: cpp_op_cell(filled(False), torch.int64)),
         ("XPU C++ op", "pass `t` (XPU: uint64)", lambda: cpp_op_cell(filled(True), torch.uint64)),
         (
@@ -461,6 +467,94 @@ def _devptr() -> list[Step]:
     ]
 
 
+_MASK: Final = (1 << 64) - 1
+
+
+def _h_u64(addr: int) -> int:
+    """Option F's one normalisation: any int (unsigned or two's complement) to its 64 bits."""
+    return addr & _MASK
+
+
+def _h_table(rows: int, cols: int = 1) -> torch.Tensor:
+    """Option F: tables are always ``torch.uint64`` (host), written through a numpy view."""
+    shape = (rows,) if cols == 1 else (rows, cols)
+    return torch.zeros(shape, dtype=torch.uint64)
+
+
+def _h_set(table: torch.Tensor, k: int, addr: int) -> None:
+    table.numpy()[k] = _h_u64(addr)  # devptr: ignore[DP001] -- option F, executed as evidence
+
+
+def _h_strided(base: int, idx: Sequence[int], stride: int) -> np.ndarray:
+    return np.uint64(_h_u64(base)) + np.asarray(idx, dtype=np.uint64) * np.uint64(stride)
+
+
+def _h_view(table: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The consumer's view: int64 for CUDA/ROCm ops, uint64 for XPU ops (no copy)."""
+    return table.view(dtype)
+
+
+def _small_helper() -> list[Step]:
+    """F: a ~50-line helper inside vLLM (uint64 tables, numpy-view writes, ``.view()``s,
+    kernels bitcast) plus one lint rule; no new dependency."""
+
+    def filled() -> torch.Tensor:
+        t = _h_table(len(ADDRS))
+        t.numpy()[:] = np.asarray([_h_u64(a) for a in ADDRS], dtype=np.uint64)  # devptr: ignore[DP006]
+        return t
+
+    def update() -> Cell:
+        t = _h_table(4)
+        _h_set(t, 2, HI)
+        return _expect(t[2:3], [HI])
+
+    def strided() -> Cell:
+        t = _h_table(len(IDX))
+        t.numpy()[:] = _h_strided(HI, IDX, STRIDE)
+        return _expect(t, [HI + i * STRIDE for i in IDX])
+
+    def overflow() -> Cell:
+        out = _h_strided(TOP_ALIGNED, [1], 16)
+        return f"not caught: wraps to {int(out[0]):#x}"
+
+    def signed_in() -> Cell:
+        t = _h_table(1)
+        _h_set(t, 0, NEG)
+        return _expect(t, [HI])
+
+    def mixed() -> Cell:
+        t = _h_table(1, 2)
+        t.numpy()[0] = (_h_u64(HI), 4096)  # devptr: ignore[DP001]
+        return _expect(t, [HI, 4096])
+
+    def i64_view() -> torch.Tensor:
+        return _h_view(filled(), torch.int64)
+
+    def first_signed() -> int:
+        return int(i64_view()[0].item())
+
+    def cmp_cell() -> Cell:
+        return triton_lt(cmp_i64(), bitcast=True)
+
+    def cmp_i64() -> torch.Tensor:
+        t = _h_table(2)
+        t.numpy()[:] = (LOW_CMP, HI)
+        return _h_view(t, torch.int64)
+
+    return [
+        ("build", "`t = u64_table(n)`; `t.numpy()[:] = [u64(p) ...]`", lambda: _expect(filled(), ADDRS)),
+        ("update one entry", "`set_ptr(t, k, p)` (numpy-view write)", update),
+        ("strided slots", "`np.uint64(base) + idx.astype(np.uint64) * np.uint64(stride)`", strided),
+        ("overflow past 2**64", "the same, `2**64 - 8 + 16`", overflow),
+        ("address given signed", "`set_ptr(t, k, p - 2**64)` (masks to 64 bits)", signed_in),
+        ("rows (ptr, nbytes)", "`u64_table(n, 2)`; `t.numpy()[k] = (u64(p), n)`", mixed),
+        ("CUDA/ROCm C++ op", "`t.view(torch.int64)`", lambda: cpp_op_cell(i64_view(), torch.int64)),
+        ("XPU C++ op", "`t` (uint64)", lambda: cpp_op_cell(filled(), torch.uint64)),
+        ("Triton `a < b`", "int64 view; the kernel bitcasts to uint64", cmp_cell),
+        ("custom-op `int` arg", "`t.view(torch.int64)[k].item()`", lambda: custom_op_cell(first_signed())),
+    ]
+
+
 @attrs.frozen
 class Alternative:
     """One way to store addresses, as the RFC names it."""
@@ -476,7 +570,23 @@ ALTERNATIVES: Final[tuple[Alternative, ...]] = (
     Alternative("per-platform", "C. per-platform dtypes (numpy aliases)", _per_platform),
     Alternative("build-view", "D. build uint64, then .view(torch.int64) (sglang)", _build_view),
     Alternative("devptr", "E. devptr (this RFC)", _devptr),
+    Alternative("small-helper", "F. ~50-line vLLM helper + one lint rule", _small_helper),
 )
+
+SCORED_STEPS: Final[tuple[str, ...]] = (
+    "build",
+    "update one entry",
+    "strided slots",
+    OVERFLOW_STEP,
+    "address given signed",
+    "rows (ptr, nbytes)",
+    "CUDA/ROCm C++ op",
+    "XPU C++ op",
+    "Triton `a < b`",
+    "custom-op `int` arg",
+)
+"""The steps every alternative is scored on (each has at least one row for each). A step
+passes when every row of it passes (C's two platform branches, D's in-place write)."""
 
 
 def alternative_rows(alt: Alternative) -> list[tuple[tuple[str, str], str]]:
@@ -494,9 +604,15 @@ def summary_rows() -> list[tuple[tuple[str], str]]:
     rows: list[tuple[tuple[str], str]] = []
     for alt in ALTERNATIVES:
         cells = alternative_rows(alt)
-        ok = sum(is_ok(c) for _, c in cells)
-        failed = list(dict.fromkeys(step for (step, _), c in cells if not is_ok(c)))
-        text = f"{ok} of {len(cells)} ok"
+        failed = [
+            step
+            for step in SCORED_STEPS
+            if not all(is_ok(c) for (label, _), c in cells if label == step)
+        ]
+        missing = [step for step in SCORED_STEPS if not any(label == step for (label, _), _c in cells)]
+        if missing:
+            raise ValueError(f"{alt.title} has no row for step(s) {missing}")
+        text = f"{len(SCORED_STEPS) - len(failed)} of {len(SCORED_STEPS)}"
         rows.append(((alt.title,), text + (f"; fails: {', '.join(failed)}" if failed else "")))
     return rows
 
@@ -556,6 +672,9 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
     def store_set() -> None:
         store(i64, 3, p)
 
+    def helper_set() -> None:
+        u64_np[3] = a & _MASK  # F keeps the numpy view, as vLLM's alias modules do
+
     return [
         ("A. two's complement int64", "write one entry: `t[k] = to_i64(p)`", one(i64_set)),
         ("B. uint64 torch setitem", "write one entry: `u[k] = p`", one(u64_set)),
@@ -567,6 +686,7 @@ def _cost_cases() -> list[tuple[str, str, Callable[[], float]]]:
         ),
         ("E. devptr", "write one entry: `buf[k] = p`", one(buf_set)),
         ("E. devptr", "write one entry: `store(t, k, p)` (torch int64)", one(store_set)),
+        ("F. small vLLM helper", "write one entry: `view[k] = p & MASK` (kept numpy view)", one(helper_set)),
         (
             "A. two's complement int64",
             f"build {N_BUILD} from tensors: `torch.tensor([to_i64(t.data_ptr()) ...], dtype=torch.int64)`",

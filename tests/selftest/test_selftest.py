@@ -1,0 +1,48 @@
+"""`devptr selftest` runs here (CPU: interpreter) and reports every check; on a GPU, the same
+checks run compiled and the graph check runs too."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from support.gpu import HAS_GPU
+
+from devptr.selftest import format_report, run_selftest
+
+NAMES = ["allocations", "tables", "kernels", "addr-arg cache", "graph capture"]
+
+
+def test_every_check_passes_or_skips_with_a_reason() -> None:
+    target, results = run_selftest()
+    assert [r.name for r in results] == NAMES
+    for r in results:
+        assert r.status in ("pass", "skip"), (r.name, r.detail)
+        assert r.detail
+    graph = results[-1]
+    assert graph.status == ("pass" if HAS_GPU else "skip")
+    report = format_report(target, results)
+    assert report.count("\n| ") == len(NAMES) + 1  # header + one row per check
+    assert "5 of 5 checks without failure" in report
+
+
+def test_cli_prints_the_report_and_exits_zero() -> None:
+    env = dict(os.environ)
+    if not HAS_GPU:
+        env["TRITON_INTERPRET"] = "1"
+    out = subprocess.run(
+        [sys.executable, "-m", "devptr.cli", "selftest"], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "| tables | pass |" in out.stdout and "selftest on" in out.stdout
+
+
+def test_a_failing_check_is_reported_as_fail() -> None:
+    import torch
+
+    from devptr.selftest._checks import Target, check_tables
+
+    bogus = Target(torch.device("meta"), "meta", True, "meta device")
+    result = check_tables(bogus)
+    assert result.status == "FAIL" and result.detail
