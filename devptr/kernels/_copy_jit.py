@@ -72,6 +72,42 @@ def _copy_wide(src, dst, size, g, split, CHUNK: tl.constexpr):
 
 
 @triton.jit
+def _copy_words(src, dst, size, g, split, T: tl.constexpr, WORD: tl.constexpr, CHUNK: tl.constexpr):
+    """Copy ``size`` bytes between disjoint ranges with ``src % WORD == dst % WORD``.
+
+    ``WORD`` is 4 or 8 bytes (``T`` the unsigned type of that width): for sources and
+    destinations that agree modulo 4 or 8 but not 16. Bytes before the first ``WORD``
+    boundary of ``dst`` and after the last one go through a 16-lane byte copy (program
+    ``g == 0``); the body moves ``WORD`` bytes a lane, ``CHUNK`` bytes per step, steps
+    dealt round-robin to the ``split`` programs of the segment.
+    """
+    head = tl.minimum(((WORD - (dst & (WORD - 1))) & (WORD - 1)).to(tl.int64), size)
+    body = ((size - head) // WORD) * WORD
+    if g == 0:
+        lane = tl.arange(0, 16).to(tl.int64)
+        src8 = src.to(tl.pointer_type(tl.uint8))
+        dst8 = dst.to(tl.pointer_type(tl.uint8))
+        hm = lane < head
+        tl.store(dst8 + lane, tl.load(src8 + lane, mask=hm), mask=hm)
+        tail = head + body + lane
+        tm = tail < size
+        tl.store(dst8 + tail, tl.load(src8 + tail, mask=tm), mask=tm)
+    ELEMS: tl.constexpr = CHUNK // WORD
+    sp = tl.multiple_of((src + head.to(tl.uint64)).to(tl.pointer_type(T)), WORD)
+    dp = tl.multiple_of((dst + head.to(tl.uint64)).to(tl.pointer_type(T)), WORD)
+    n_el = body // WORD
+    full = n_el // ELEMS
+    offs = tl.arange(0, ELEMS)
+    for c in range(g, full, split):
+        o = c * ELEMS + offs
+        tl.store(dp + o, tl.load(sp + o))
+    if (n_el > full * ELEMS) & (g == full % split):
+        o = full * ELEMS + offs
+        m = o < n_el
+        tl.store(dp + o, tl.load(sp + o, mask=m), mask=m)
+
+
+@triton.jit
 def _copy_bytes(src, dst, size, g, split, CHUNK: tl.constexpr):
     """Copy ``size`` bytes between disjoint ranges of any alignment, one byte per lane."""
     sp = src.to(tl.pointer_type(tl.uint8))
@@ -148,13 +184,19 @@ def _copy_segment(src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.
 
     ``src``/``dst``: uint64 addresses; ``size``: non-negative int64 byte count. Disjoint
     ranges are shared by the ``split`` programs (16-byte accesses when ``src`` and ``dst`` share
-    their offset modulo 16, bytes otherwise); overlapping ranges go to program 0 alone
+    their offset modulo 16, 8- or 4-byte words when they share it modulo 8 or 4, bytes
+    otherwise); overlapping ranges go to program 0 alone
     (:func:`_move`).
     """
     kind = _memmove_kind(src, dst, size)
     if kind == 1:
-        if ((src ^ dst) & 15) == 0:
+        agree = (src ^ dst) & 15
+        if agree == 0:
             _copy_wide(src, dst, size, g, split, CHUNK)
+        elif (agree & 7) == 0:
+            _copy_words(src, dst, size, g, split, tl.uint64, 8, CHUNK)
+        elif (agree & 3) == 0:
+            _copy_words(src, dst, size, g, split, tl.uint32, 4, CHUNK)
         else:
             _copy_bytes(src, dst, size, g, split, BYTE_CHUNK)
     elif kind == 2:

@@ -7,8 +7,11 @@ import enum
 import torch
 
 from devptr import _checked
+from devptr._buffer import PtrBuffer
+from devptr._sizes import SizeBuffer
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._checks import check_segments
+from devptr.kernels._launch import FastKernel, arg_key, table_view
 
 
 class MemmoveKind(enum.IntEnum):
@@ -17,7 +20,8 @@ class MemmoveKind(enum.IntEnum):
     NONE = 0
     """Zero bytes, or source and destination are the same address."""
     PARALLEL = 1
-    """Disjoint ranges: split over programs, 16-byte accesses when alignment allows."""
+    """Disjoint ranges: split over programs, in 16-, 8- or 4-byte words when source and
+    destination agree modulo that width, else bytes."""
     FORWARD = 2
     """Destination below an overlapping source: one program copies low to high."""
     BACKWARD = 3
@@ -51,6 +55,42 @@ def split_factor(n: int, device: torch.device, max_size: int | None, chunk: int 
     if max_size is not None:
         g = min(g, max(1, _cdiv(max_size, chunk)))
     return min(g, MAX_SPLIT)
+
+
+_KERNEL = FastKernel("_copy_jit", "_batch_memcpy_kernel")
+
+
+def _live(table: object) -> object:
+    return table.device_type  # type: ignore[attr-defined]  # raises once released to a pool
+
+
+def _addr_view(table: object) -> torch.Tensor:
+    return _tables.address_table(table, "table")
+
+
+def _size_view(table: object) -> torch.Tensor:
+    return _tables.size_table(table)
+
+
+def _fast_tables(
+    src: object, dst: object, sizes: object, n: int | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, torch.device] | None:
+    """The common case, checked cheaply: three devptr buffers (views remembered by
+    identity), one device, ``n`` within every capacity. None: take the general path (which
+    also produces the errors)."""
+    if type(src) is not PtrBuffer or type(dst) is not PtrBuffer or type(sizes) is not SizeBuffer:
+        return None
+    s, ds = table_view(src, _addr_view, _live)
+    d, dd = table_view(dst, _addr_view, _live)
+    z, dz = table_view(sizes, _size_view, _live)
+    if not ds == dd == dz:
+        return None
+    count = z.shape[0] if n is None else n
+    if type(count) is not int or not 0 <= count <= s.shape[0] or count > d.shape[0] or count > z.shape[0]:
+        return None
+    if n is None and not s.shape[0] == d.shape[0] == count:
+        return None
+    return s, d, z, count, ds
 
 
 def _segment_tables(
@@ -111,23 +151,32 @@ def batch_memcpy(
     Each segment has memmove semantics: when its source and destination overlap, one
     program copies it in the safe direction (decided with unsigned comparisons, correct
     for addresses at or above 2**63). Disjoint segments are split over several programs
-    and use 16-byte accesses when source and destination share their offset modulo 16.
+    and use 16-byte accesses when source and destination share their offset modulo 16,
+    8- or 4-byte words when they share it modulo 8 or 4 (head and tail bytes apart), and
+    bytes otherwise.
     Segments that overlap *each other* have no defined order. In checked mode
     (:func:`devptr.checked`) every segment is first compared with the storage extents
     recorded for its addresses and a :class:`devptr.CheckedModeError` is raised before
     launch if one would leave its storage (this reads the tables back: a device sync).
     """
-    tables, count, device = _segment_tables(src, dst, sizes, n)
+    fast = _fast_tables(src, dst, sizes, n)
+    if fast is None:
+        tables, count, device = _segment_tables(src, dst, sizes, n)
+        s, d, z = tables["src"], tables["dst"], tables["sizes"]
+    else:
+        s, d, z, count, device = fast
     if chunk is not None and (type(chunk) is not int or chunk < 256 or chunk & (chunk - 1)):
         raise ValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
-    if type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1):
+    if byte_chunk != BYTE_CHUNK and (
+        type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1)
+    ):
         raise ValueError(f"byte_chunk must be a power of two >= 16 (got {byte_chunk!r})")
     if _checked.ENABLED:
-        check_segments(tables["src"][:count], tables["dst"][:count], tables["sizes"][:count])
+        check_segments(s[:count], d[:count], z[:count])
     if count == 0:
         return
-    jit = _runtime.jit_module("_copy_jit")
-    _runtime.check_launch_device(device, jit)
+    if device.type != "cuda":
+        _runtime.check_launch_device(device, _KERNEL.jit_module())
     hint: int | None = None
     if split is None or chunk is None:
         hint = max_size if max_size is not None else _tables.host_hint(sizes, count)
@@ -137,20 +186,28 @@ def batch_memcpy(
         split = split_factor(count, device, hint, chunk)
     elif type(split) is not int or not 1 <= split <= 65535:
         raise ValueError(f"split must be an int in [1, 65535] (got {split!r})")
-    s, d, z = tables["src"], tables["dst"], tables["sizes"]
-    with _runtime.on_device(device):
-        jit._batch_memcpy_kernel[(count, split)](
-            s,
-            d,
-            z,
-            s.stride(0),
-            d.stride(0),
-            z.stride(0),
-            split,
-            CHUNK=chunk,
-            BYTE_CHUNK=byte_chunk,
-            num_warps=num_warps,
-        )
+    ss, ds, zs = s.stride(0), d.stride(0), z.stride(0)
+    key = (
+        device.index,
+        arg_key(s),
+        arg_key(d),
+        arg_key(z),
+        arg_key(ss),
+        arg_key(ds),
+        arg_key(zs),
+        arg_key(split),
+        chunk,
+        byte_chunk,
+        num_warps,
+    )
+    _KERNEL.launch(
+        device,
+        (count, split, 1),
+        key,
+        (s, d, z, ss, ds, zs, split),
+        {"CHUNK": chunk, "BYTE_CHUNK": byte_chunk},
+        num_warps,
+    )
 
 
 def memmove_kinds(src: object, dst: object, sizes: object, n: int | None = None) -> torch.Tensor:

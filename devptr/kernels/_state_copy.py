@@ -25,6 +25,7 @@ from devptr._encoding import Encoding
 from devptr._errors import CapacityError, LengthMismatchError, PtrTypeError, describe
 from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
+from devptr.kernels._launch import FastKernel, arg_key
 from devptr.kernels._memcpy import BYTE_CHUNK, CHUNK, NUM_WARPS
 
 
@@ -53,6 +54,13 @@ STATE_META_COLUMNS: tuple[tuple[str, Column], ...] = tuple(
 """``PtrTable`` columns for :class:`StateMeta`: ``PtrTable(n, STATE_META_COLUMNS, ...)``."""
 
 _INT_DTYPES = (torch.int32, torch.int64)
+_KERNEL = FastKernel("_state_jit", "_copy_state_blocks_kernel")
+
+_META_CONSTANTS: dict[str, int] = {
+    "NCOLS": len(StateMeta),
+    **{f"COL_{m.name}": int(m) for m in StateMeta},
+}
+"""The :class:`StateMeta` columns as the kernel's constexprs (the kernel holds no copy)."""
 
 
 def _meta_tensor(meta: object) -> torch.Tensor:
@@ -153,23 +161,25 @@ def copy_state_blocks(
     num_states = int(bases.shape[0])
     if num_reqs == 0 or num_states == 0:
         return
-    jit = _runtime.jit_module("_state_jit")
-    _runtime.check_launch_device(device, jit)
-    with _runtime.on_device(device):
-        jit._copy_state_blocks_kernel[(num_reqs, num_states, tiles)](
-            src_c,
-            dst_c,
-            bias_c,
-            per_req.get("idx_mapping", src_c),
-            tables_ptrs,
-            block_table_stride,
-            bases,
-            meta,
-            HAS_IDX_MAPPING=idx_mapping is not None,
-            SKIP_SAME_BLOCK=skip_same_block,
-            NCOLS=len(StateMeta),
-            CHUNK=chunk,
-            BYTE_CHUNK=byte_chunk,
-            ROW_BLOCK=128,
-            num_warps=num_warps,
-        )
+    if device.type != "cuda":
+        _runtime.check_launch_device(device, _KERNEL.jit_module())
+    args = (
+        src_c,
+        dst_c,
+        bias_c,
+        per_req.get("idx_mapping", src_c),
+        tables_ptrs,
+        block_table_stride,
+        bases,
+        meta,
+    )
+    meta_kw = {
+        "HAS_IDX_MAPPING": idx_mapping is not None,
+        "SKIP_SAME_BLOCK": skip_same_block,
+        **_META_CONSTANTS,
+        "CHUNK": chunk,
+        "BYTE_CHUNK": byte_chunk,
+        "ROW_BLOCK": 128,
+    }
+    key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
+    _KERNEL.launch(device, (num_reqs, num_states, tiles), key, args, meta_kw, num_warps)

@@ -15,6 +15,7 @@ clear included, finished.
 
 from __future__ import annotations
 
+import weakref
 from typing import Final, Literal, Protocol
 
 import torch
@@ -22,13 +23,15 @@ import torch
 from devptr._errors import DevPtrError, LengthMismatchError, PtrTypeError, describe
 from devptr.kernels import _runtime
 from devptr.kernels._lamport_layout import LamportLayout
+from devptr.kernels._launch import FastKernel, arg_key
 
 
 class LamportTableOwner(Protocol):
     """What the kernel reads from a workspace (:class:`devptr.adapters.lamport.LamportWorkspace`).
 
     The table layout is :class:`LamportLayout`, declared in :mod:`devptr.kernels._lamport_layout`
-    (the kernel's ABI); the adapter builds a table in that layout.
+    (the kernel's ABI); the adapter builds a table in that layout. ``workspace`` raises once
+    the owner is ``closed``.
     """
 
     @property
@@ -41,12 +44,17 @@ class LamportTableOwner(Protocol):
     def layout(self) -> LamportLayout: ...
     @property
     def max_message_bytes(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+
 
 _KINDS: Final = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _PHASES: Final = {"both": (True, True), "write": (True, False), "reduce": (False, True)}
 
 DEFAULT_MAX_SPINS: Final = 1 << 24
 """Re-reads of one chunk of one slot before a kernel gives up (seconds on a GPU)."""
+
+_KERNEL: Final = FastKernel("_lamport_jit", "_lamport_allreduce_kernel")
 
 
 def _warps(block: int) -> int:
@@ -63,9 +71,73 @@ def _block_for(n_words: int, programs: int) -> tuple[int, int]:
     return block, _warps(block)
 
 
-def _words(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous tensor's bytes as int32 words (zero-copy; 4-byte aligned)."""
-    return t.view(-1).view(torch.int32)
+class _Plan:
+    """What one workspace contributes to every launch, checked once when first seen.
+
+    Holds the device table (a view the workspace owns), the layout constexprs and the
+    launch configurations already derived (by words, block, programs). Looked up by the
+    workspace's identity, and dropped when the workspace is garbage-collected.
+    """
+
+    __slots__ = ("configs", "device", "key", "max_bytes", "meta", "owner", "rank", "scalars", "sms", "table")
+
+    def __init__(self, ws: LamportTableOwner) -> None:
+        self.owner = weakref.ref(ws)
+        self.table = ws.workspace  # raises when closed
+        dev = ws.device
+        self.device = dev
+        layout = ws.layout
+        self.rank = ws.rank
+        self.max_bytes = ws.max_message_bytes
+        self.meta = layout.kernel_constants()
+        self.scalars = (layout.comm_size // 4, layout.slot_bytes // 4)
+        self.sms = _runtime.multiprocessor_count(dev)
+        self.configs: dict[tuple[int, int | None, int | None], tuple[int, int, int]] = {}
+        self.key = (  # what this workspace adds to the launch signature
+            dev.type,
+            dev.index,
+            tuple(self.meta.items()),
+            arg_key(self.table),
+            *(arg_key(v) for v in (self.rank, *self.scalars)),
+        )
+
+    def config(self, n_words: int, block: int | None, num_programs: int | None) -> tuple[int, int, int]:
+        """(grid, BLOCK, num_warps) for a message of ``n_words`` words, validated once."""
+        key = (n_words, block, num_programs)
+        got = self.configs.get(key)
+        if got is not None:
+            return got
+        if block is None:
+            blk, warps = _block_for(n_words, num_programs or self.sms)
+        else:
+            if type(block) is not int or block < 16 or block & (block - 1):
+                raise PtrTypeError(f"block must be a power of two >= 16 (got {describe(block)})")
+            blk, warps = block, _warps(block)
+        # Programs loop over chunks, so any grid is correct (a larger previous round is
+        # cleared in more steps); at most one program per multiprocessor keeps every
+        # program resident, which a kernel that waits on its peers needs.
+        grid = num_programs if num_programs is not None else min(-(-n_words // blk), self.sms)
+        if type(grid) is not int or grid < 1:
+            raise PtrTypeError(f"num_programs must be a positive int (got {describe(num_programs)})")
+        got = self.configs[key] = (grid, blk, warps)
+        return got
+
+
+_PLANS: dict[int, _Plan] = {}
+
+
+def _plan_for(ws: object) -> _Plan:
+    plan = _PLANS.get(id(ws))
+    if plan is not None and plan.owner() is ws:
+        return plan
+    if not isinstance(getattr(type(ws), "layout", None), property) or not hasattr(type(ws), "closed"):
+        raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(ws)})")
+    owner: LamportTableOwner = ws  # type: ignore[assignment]
+    plan = _Plan(owner)
+    key = id(ws)
+    weakref.finalize(ws, _PLANS.pop, key, None)
+    _PLANS[key] = plan
+    return plan
 
 
 def lamport_allreduce(
@@ -115,28 +187,39 @@ def lamport_allreduce(
     non-contiguous ``x``, or a 16-bit ``x`` with an odd number of elements, is first
     copied (padded to whole 32-bit words). Stream-ordered on the current stream; no host
     synchronisation, so calls can be captured in a CUDA graph.
+
+    Host cost: the workspace is checked once, when first passed (its table, layout and
+    device are kept, looked up by identity; closing it is still caught on every call), a
+    launch configuration is derived once per message size, and the compiled kernel is
+    launched directly (:class:`devptr.kernels._launch.FastKernel`). With ``out`` given, a
+    call allocates nothing.
     """
+    plan = _plan_for(workspace)
+    if workspace.closed:
+        _PLANS.pop(id(workspace), None)
+        workspace.workspace  # noqa: B018 -- raises the owner's own "closed" error
+        raise DevPtrError("this Lamport workspace is closed")
     kind = _KINDS.get(x.dtype) if isinstance(x, torch.Tensor) else None
     if kind is None:
         raise PtrTypeError(
             f"lamport_allreduce takes a float32, float16 or bfloat16 tensor (got {describe(x)})"
         )
-    if not isinstance(getattr(type(workspace), "layout", None), property):
-        raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(workspace)})")
-    if phase not in _PHASES:
+    phases = _PHASES.get(phase)
+    if phases is None:
         raise PtrTypeError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
-    table = workspace.workspace  # raises WorkspaceClosedError when closed
-    if x.device != workspace.device:
-        raise DevPtrError(f"x is on {x.device}, the workspace on {workspace.device}")
-    nbytes = x.numel() * x.element_size()
-    if nbytes > workspace.max_message_bytes:
+    dev = plan.device
+    if x.device != dev:
+        raise DevPtrError(f"x is on {x.device}, the workspace on {dev}")
+    numel = x.numel()
+    nbytes = numel * x.element_size()
+    if nbytes > plan.max_bytes:
         raise LengthMismatchError(
-            f"x has {nbytes} bytes; this workspace's slots hold {workspace.max_message_bytes} "
+            f"x has {nbytes} bytes; this workspace's slots hold {plan.max_bytes} "
             f"(comm_size {workspace.layout.comm_size} for {workspace.layout.world_size} ranks)"
         )
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    elif out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+    elif out.dtype != x.dtype or out.shape != x.shape or out.device != dev:
         raise LengthMismatchError(
             f"out must match x: {tuple(x.shape)} {x.dtype} on {x.device} "
             f"(got {tuple(out.shape)} {out.dtype} on {out.device})"
@@ -145,55 +228,44 @@ def lamport_allreduce(
         raise PtrTypeError("out must be contiguous")
     if type(max_spins) is not int or max_spins < 1:
         raise PtrTypeError(f"max_spins must be a positive int (got {describe(max_spins)})")
-    if x.numel() == 0:
+    if numel == 0:
         return out
 
     src = x if x.is_contiguous() else x.contiguous()
     dst = out
     if nbytes % 4 or src.data_ptr() % 4 or out.data_ptr() % 4:
         # 16-bit data of an odd length (or misaligned): go through padded word buffers.
-        pad = (-x.numel()) % (4 // x.element_size())
+        pad = (-numel) % (4 // x.element_size())
         src = torch.cat([src.view(-1), src.new_zeros(pad)])
         dst = torch.empty_like(src)
-    xw, ow = _words(src), _words(dst)
-    n_words = xw.numel()
-
-    dev = workspace.device
-    jit = _runtime.jit_module("_lamport_jit")
-    _runtime.check_launch_device(dev, jit)
-    sms = _runtime.multiprocessor_count(dev)
-    if block is None:
-        blk, warps = _block_for(n_words, num_programs or sms)
+        n_words = src.numel() * x.element_size() // 4
     else:
-        if type(block) is not int or block < 16 or block & (block - 1):
-            raise PtrTypeError(f"block must be a power of two >= 16 (got {describe(block)})")
-        blk, warps = block, _warps(block)
-    chunks = -(-n_words // blk)
-    layout = workspace.layout
-    # Programs loop over chunks, so any grid is correct (a larger previous round is cleared
-    # in more steps); at most one program per multiprocessor keeps every program resident,
-    # which a kernel that waits on its peers needs.
-    grid = num_programs if num_programs is not None else min(chunks, sms)
-    if type(grid) is not int or grid < 1:
-        raise PtrTypeError(f"num_programs must be a positive int (got {describe(num_programs)})")
-    write, reduce = _PHASES[phase]
-    with _runtime.on_device(dev):
-        jit._lamport_allreduce_kernel[(grid,)](
-            table,
-            xw,
-            ow,
-            workspace.rank,
-            n_words,
-            layout.comm_size // 4,
-            layout.slot_bytes // 4,
-            max_spins,
-            WORLD=layout.world_size,
-            KIND=_KINDS[x.dtype],
-            WRITE=write,
-            REDUCE=reduce,
-            BLOCK=blk,
-            num_warps=warps,
-        )
+        n_words = nbytes // 4
+
+    if dev.type != "cuda":
+        _runtime.check_launch_device(dev, _KERNEL.jit_module())
+    grid, blk, warps = plan.config(n_words, block, num_programs)
+    write, reduce = phases
+    args = (plan.table, src, dst, plan.rank, n_words, *plan.scalars, max_spins)
+    key = (
+        plan.key,
+        kind,
+        phase,
+        blk,
+        warps,
+        not src.data_ptr() & 15,
+        not dst.data_ptr() & 15,
+        arg_key(n_words),
+        arg_key(max_spins),
+    )
+    _KERNEL.launch(
+        dev,
+        (grid, 1, 1),
+        key,
+        args,
+        {**plan.meta, "KIND": kind, "WRITE": write, "REDUCE": reduce, "BLOCK": blk},
+        warps,
+    )
     if dst is not out and reduce:
-        out.view(-1).copy_(dst[: x.numel()])
+        out.view(-1).copy_(dst[:numel])
     return out

@@ -57,6 +57,30 @@ def test_random_segments_match_torch(seed: int, kernel_device: torch.device) -> 
     assert torch.equal(dst_mem, want)
 
 
+@pytest.mark.parametrize("shift", [0, 8, 24, 4, 12, 2, 1, 7])  # agree mod 16, 8, 4, 2, none
+@pytest.mark.parametrize("base", [0, 3])
+def test_every_alignment_class_copies_exactly(shift: int, base: int, kernel_device: torch.device) -> None:
+    # 4093-byte segments whose sources and destinations agree modulo 16, 8 or 4 (the word
+    # paths, with head and tail bytes) or not even modulo 4 (the byte path); split over
+    # programs with remainders (chunk 1024, split 3).
+    sizes = [4093, 4093, 1, 7, 4093 * 2 + 5]
+    src_offs, dst_offs, s, d = [], [], base, base + shift
+    for z in sizes:
+        src_offs.append(s)
+        dst_offs.append(d)
+        s += z + 16
+        d += z + 16
+    g = torch.Generator().manual_seed(shift)
+    src_mem = torch.randint(0, 256, (s + 64,), dtype=torch.uint8, generator=g).to(kernel_device)
+    dst_mem = torch.full((d + 64,), 0xA5, dtype=torch.uint8, device=kernel_device)
+    want = dst_mem.clone()
+    for so, do, z in zip(src_offs, dst_offs, sizes, strict=True):
+        want[do : do + z] = src_mem[so : so + z]
+    src, dst, sz = _tables(src_mem, dst_mem, src_offs, dst_offs, sizes, kernel_device)
+    batch_memcpy(src, dst, sz, chunk=1024, split=3)
+    assert torch.equal(dst_mem, want)
+
+
 @pytest.mark.parametrize("encoding", [Encoding.I64, Encoding.U64])
 @pytest.mark.parametrize("size_dtype", [torch.int32, torch.int64, torch.uint64])
 def test_tensor_tables_either_encoding(
