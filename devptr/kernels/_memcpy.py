@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import torch
 
 from devptr import _checked
 from devptr._buffer import PtrBuffer
+from devptr._encoding import Encoding
+from devptr._errors import CapacityError, PtrTypeError, describe
 from devptr._sizes import SizeBuffer
+from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._checks import check_segments
 from devptr.kernels._launch import FastKernel, arg_key, table_view
@@ -165,6 +169,86 @@ def batch_memcpy(
         s, d, z = tables["src"], tables["dst"], tables["sizes"]
     else:
         s, d, z, count, device = fast
+    _launch_segments(
+        s, d, z, count, device, lambda: _tables.host_hint(sizes, count),
+        max_size, split, chunk, byte_chunk, num_warps,
+    )
+
+
+def batch_memcpy_table(
+    table: PtrTable,
+    n: int | None = None,
+    *,
+    max_size: int | None = None,
+    split: int | None = None,
+    chunk: int | None = None,
+    byte_chunk: int = BYTE_CHUNK,
+    num_warps: int = NUM_WARPS,
+) -> None:
+    """:func:`batch_memcpy` driven by one :class:`devptr.PtrTable` of :data:`SEGMENT_COLUMNS`.
+
+    The three tables of a batch in one record per segment (``src``, ``dst``: addresses;
+    ``size``: bytes), so preparing a batch is one ``fill`` and one ``to_device`` (one
+    host-to-device copy where three buffers need three). Reads the table's device mirror
+    when it has one (as its last ``to_device`` left it), else its host records; ``n``:
+    the first ``n`` records (default: all). Same semantics and knobs as
+    :func:`batch_memcpy`.
+    """
+    if type(table) is not PtrTable:
+        raise PtrTypeError(f"table must be a PtrTable with SEGMENT_COLUMNS (got {describe(table)})")
+    (s, d, z), device = _segment_columns(table)
+    count = table.capacity if n is None else n
+    if type(count) is not int or not 0 <= count <= table.capacity:
+        raise CapacityError(f"n must be an int in [0, {table.capacity}] (got {describe(n)})")
+
+    def hint() -> int | None:
+        return int(table.column("size")[:count].max()) if count else 0
+
+    _launch_segments(s, d, z, count, device, hint, max_size, split, chunk, byte_chunk, num_warps)
+
+
+SEGMENT_COLUMNS: tuple[tuple[str, Column], ...] = (
+    ("src", Column.PTR),
+    ("dst", Column.PTR),
+    ("size", Column.INT),
+)
+"""Columns of a :func:`batch_memcpy_table` table: ``PtrTable(n, SEGMENT_COLUMNS, device=...)``."""
+
+_COLUMNS: dict[int, tuple[PtrTable, tuple[torch.Tensor, torch.Tensor, torch.Tensor], torch.device]] = {}
+
+
+def _segment_columns(
+    table: PtrTable,
+) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], torch.device]:
+    """The three column views of a segment table (checked and made once per table)."""
+    hit = _COLUMNS.get(id(table))
+    if hit is not None and hit[0] is table:
+        return hit[1], hit[2]
+    if list(table.columns.items()) != list(SEGMENT_COLUMNS):
+        want = [c for c, _ in SEGMENT_COLUMNS]
+        raise PtrTypeError(f"table columns must be {want} (got {list(table.columns)})")
+    t = table.device(Encoding.I64) if table.device_type is not None else table.host(Encoding.I64)
+    cols = (t[:, 0], t[:, 1], t[:, 2])
+    if len(_COLUMNS) >= 64:
+        _COLUMNS.clear()
+    _COLUMNS[id(table)] = (table, cols, t.device)
+    return cols, t.device
+
+
+def _launch_segments(
+    s: torch.Tensor,
+    d: torch.Tensor,
+    z: torch.Tensor,
+    count: int,
+    device: torch.device,
+    host_hint: Callable[[], int | None],
+    max_size: int | None,
+    split: int | None,
+    chunk: int | None,
+    byte_chunk: int,
+    num_warps: int,
+) -> None:
+    """Check the knobs, pick the launch configuration and launch (tables already checked)."""
     if chunk is not None and (type(chunk) is not int or chunk < 256 or chunk & (chunk - 1)):
         raise ValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
     if byte_chunk != BYTE_CHUNK and (
@@ -179,7 +263,7 @@ def batch_memcpy(
         _runtime.check_launch_device(device, _KERNEL.jit_module())
     hint: int | None = None
     if split is None or chunk is None:
-        hint = max_size if max_size is not None else _tables.host_hint(sizes, count)
+        hint = max_size if max_size is not None else host_hint()
     if chunk is None:
         chunk = CHUNK if hint is None else max(MIN_CHUNK, min(CHUNK, 1 << max(hint - 1, 1).bit_length()))
     if split is None:

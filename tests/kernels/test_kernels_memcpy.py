@@ -13,6 +13,7 @@ pytest.importorskip("triton")
 
 from devptr import (
     CapacityError,
+    Column,
     DevicePtr,
     Encoding,
     LengthMismatchError,
@@ -214,3 +215,29 @@ def test_size_buffer_rejects_bad_counts() -> None:
     sz[0] = 5
     assert sz.numpy().tolist() == [5, 7, 9, 0]
     assert sz[2] == 9
+
+
+def test_segment_table_one_upload(kernel_device: torch.device) -> None:
+    # the three tables as one PtrTable (src, dst, size records): one fill, one to_device
+    from devptr import PtrTable
+    from devptr.kernels import SEGMENT_COLUMNS, batch_memcpy_table
+
+    plan = random_plan(11)
+    src_mem, dst_mem = arenas(plan, kernel_device, 11)
+    want = reference(plan, src_mem, dst_mem)
+    n = len(plan.sizes)
+    dev = kernel_device if kernel_device.type != "cpu" else None
+    table = PtrTable(n + 2, SEGMENT_COLUMNS, device=dev)
+    srcs = [src_mem[o : o + max(z, 1)] for o, z in zip(plan.src_offs, plan.sizes, strict=True)]
+    dsts = [dst_mem[o : o + max(z, 1)] for o, z in zip(plan.dst_offs, plan.sizes, strict=True)]
+    table.fill(0, src=srcs, dst=dsts, size=plan.sizes)
+    if dev is not None:
+        table.to_device(n)
+    batch_memcpy_table(table, n, chunk=1024, split=2)
+    assert torch.equal(dst_mem, want)
+    batch_memcpy_table(table, n)  # again, through the remembered views: same bytes
+    assert torch.equal(dst_mem, want)
+    with pytest.raises(CapacityError):
+        batch_memcpy_table(table, n + 3)
+    with pytest.raises(PtrTypeError):
+        batch_memcpy_table(PtrTable(2, {"a": Column.PTR}), 1)
