@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 
+pytest.importorskip("triton")
+
 from devptr import Encoding, PtrTypeError
 from devptr._errors import DevPtrError, LengthMismatchError
 from devptr.adapters.lamport import (
