@@ -232,8 +232,12 @@ def memcpy_rows(dev: torch.device, quick: bool) -> tuple[dict[str, Any], dict[st
 
 
 def state_rows(dev: torch.device, quick: bool) -> tuple[dict[str, Any], str]:
-    sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "kernels"))
-    from _state_cases import make_setup
+    tests = Path(__file__).parents[1] / "tests"
+    sys.path[:0] = [str(tests), str(tests / "kernels")]
+    try:
+        from support.state_cases import make_setup
+    except ImportError:  # before the shared test helpers moved to tests/support
+        from _state_cases import make_setup  # type: ignore[no-redef]
 
     setup = make_setup(dev, seed=3)
     mirror = dev if dev.type == "cuda" else None
