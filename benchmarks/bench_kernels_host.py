@@ -55,22 +55,32 @@ REQS = 2
 KiB = 1024
 
 
-def host_synced(fn: Callable[[], object], *, number: int, repeat: int, dev: torch.device) -> H.Timing:
+def host_synced_interleaved(
+    fns: dict[str, Callable[[], object]], *, number: int, repeat: int, dev: torch.device
+) -> dict[str, H.Timing]:
     """Host time per call of ``number`` back-to-back calls, the device idle at each start
-    (so a launch never waits for a full queue)."""
-    for _ in range(3):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter_ns()
-        for _ in range(number):
+    (so a launch never waits for a full queue); the functions take turns in every round,
+    so a drifting machine hits them alike."""
+    for fn in fns.values():
+        for _ in range(3):
             fn()
-        samples.append((time.perf_counter_ns() - t0) / number)
+    samples: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            if dev.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter_ns()
+            for _ in range(number):
+                fn()
+            samples[name].append((time.perf_counter_ns() - t0) / number)
     if dev.type == "cuda":
         torch.cuda.synchronize()
-    return H.Timing(tuple(samples), "host", number)
+    return {k: H.Timing(tuple(v), "host", number) for k, v in samples.items()}
+
+
+def host_synced(fn: Callable[[], object], *, number: int, repeat: int, dev: torch.device) -> H.Timing:
+    """:func:`host_synced_interleaved` of one function."""
+    return host_synced_interleaved({"fn": fn}, number=number, repeat=repeat, dev=dev)["fn"]
 
 
 def profile(fn: Callable[[], object], calls: int, top: int = 14) -> str:
@@ -204,9 +214,8 @@ def memcpy_rows(dev: torch.device, quick: bool) -> tuple[dict[str, Any], dict[st
 
         launches["batch_memcpy_table"] = table_launch
         del t_dev
-    res["launch"] = {}
-    for name, fn in launches.items():
-        res["launch"][name] = host_synced(fn, number=20 if not quick else 1, repeat=repeat, dev=dev).summary()
+    got = host_synced_interleaved(launches, number=20 if not quick else 1, repeat=repeat, dev=dev)
+    res["launch"] = {k: v.summary() for k, v in got.items()}
     profs["batch_memcpy"] = profile(devptr_launch, 300 if not quick else 2)
     if dev.type == "cuda":
         torch.cuda.synchronize()
@@ -224,10 +233,8 @@ def memcpy_rows(dev: torch.device, quick: bool) -> tuple[dict[str, Any], dict[st
             K.batch_memcpy_table(table, n)
 
         e2e["one_table"] = e2e_table
-    res["e2e_host"] = {
-        k: host_synced(f, number=10 if not quick else 1, repeat=repeat, dev=dev).summary()
-        for k, f in e2e.items()
-    }
+    got = host_synced_interleaved(e2e, number=10 if not quick else 1, repeat=repeat, dev=dev)
+    res["e2e_host"] = {k: v.summary() for k, v in got.items()}
     return res, profs
 
 

@@ -50,7 +50,7 @@ SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 EAGER_CALLS = 50
 GRAPH_CALLS = 25
 REPEAT = 21
-OPS = ("lamport", "symm_one_shot", "nccl", "bare_triton")
+OPS = ("lamport", "symm_one_shot", "nccl", "bare_triton", "lamport_prev_kernel")
 
 
 @triton.jit
@@ -63,11 +63,24 @@ def _peer_add_kernel(x_ptr, peer_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, (a + b).to(out_ptr.dtype.element_ty), mask=m)
 
 
-def _worker(rank: int, world: int, sizes: list[int]) -> dict[str, Any]:
+def _load_jit(path: str) -> Any:
+    """A previous version of ``_lamport_jit.py`` as its own module (same-run kernel A/B)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("prev_lamport_jit", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _worker(rank: int, world: int, sizes: list[int], baseline: str | None) -> dict[str, Any]:
     import torch.distributed as dist
     from torch.distributed import _symmetric_memory as symm_mem
 
     from devptr.adapters.lamport import LamportWorkspace, comm_size_for
+    from devptr.kernels import lamport as lamport_mod
     from devptr.kernels import lamport_allreduce
 
     dev = torch.device("cuda", rank)
@@ -85,6 +98,7 @@ def _worker(rank: int, world: int, sizes: list[int]) -> dict[str, Any]:
         dist.all_reduce(tiny)
 
     rows: list[dict[str, Any]] = []
+    prev = _load_jit(baseline)._lamport_allreduce_kernel if baseline is not None else None
     for dtype in (torch.float32, torch.bfloat16):
         for nbytes in sizes:
             numel = nbytes // torch.tensor([], dtype=dtype).element_size()
@@ -113,6 +127,26 @@ def _worker(rank: int, world: int, sizes: list[int]) -> dict[str, Any]:
                     x, p, o, n, BLOCK=1024
                 ),
             }
+            if prev is not None:
+                # the previous kernel (layout hard-coded, int32 word views), bare launch
+                sms = torch.cuda.get_device_properties(dev).multi_processor_count
+                words = nbytes // 4
+                blk, warps = lamport_mod._block_for(words, sms)
+                pgrid = (min(-(-words // blk), sms),)
+                lay = ws.layout
+                xw, ow = x.view(torch.int32), lam_out.view(torch.int32)
+                kinds = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
+
+                scalars = (rank, words, lay.comm_size // 4, lay.slot_bytes // 4, 1 << 24)
+                meta = {"WORLD": world, "KIND": kinds[dtype], "WRITE": True, "REDUCE": True, "BLOCK": blk}
+
+                def prev_op(
+                    xw: torch.Tensor = xw, ow: torch.Tensor = ow, pgrid: tuple[int] = pgrid,
+                    scalars: tuple[int, ...] = scalars, meta: dict[str, Any] = meta, warps: int = warps,
+                ) -> None:
+                    prev[pgrid](ws.workspace, xw, ow, *scalars, **meta, num_warps=warps)
+
+                ops["lamport_prev_kernel"] = prev_op
             for name, fn in ops.items():
                 row: dict[str, Any] = {"dtype": str(dtype).split(".")[1], "bytes": nbytes, "op": name}
                 try:
@@ -170,8 +204,8 @@ def _table(results: list[dict[str, Any]], clock: str) -> list[str]:
 
     lines = [
         "| dtype | size | Lamport (us) | symm one-shot (us) | NCCL (us) | bare Triton (us) | "
-        "Lamport / one-shot | Lamport / bare |",
-        "|---|---|---|---|---|---|---|---|",
+        "previous kernel, bare launch (us) | Lamport / one-shot | Lamport / bare |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     def ratio(a: dict[str, float] | None, b: dict[str, float] | None) -> str:
         return "n/a" if a is None or b is None else f"{a['median_ns'] / b['median_ns']:.2f}x"
@@ -180,9 +214,10 @@ def _table(results: list[dict[str, Any]], clock: str) -> list[str]:
         {(r["dtype"], r["bytes"]) for r in results[0]["rows"]}, key=lambda k: (k[0] != "float32", k[1])
     )
     for dtype, nbytes in keys:
-        lam, one, nccl, bare = (_worst(results, dtype, nbytes, op, clock) for op in OPS)
+        lam, one, nccl, bare, prev = (_worst(results, dtype, nbytes, op, clock) for op in OPS)
         lines.append(
             f"| {dtype} | {_size(nbytes)} | {cell(lam)} | {cell(one)} | {cell(nccl)} | {cell(bare)} | "
+            f"{cell(prev)} | "
             f"{ratio(lam, one)} | {ratio(lam, bare)} |"
         )
     return lines
@@ -212,13 +247,15 @@ def _markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=".", help="directory for lamport_bench.json / .md")
+    ap.add_argument("--baseline-jit", default=None, help="a previous _lamport_jit.py to time beside")
     args = ap.parse_args()
     world = torch.cuda.device_count()
     if world < 2:
         raise SystemExit(f"needs at least 2 CUDA GPUs (found {world})")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results = spawn(_worker, world, backend="nccl", args=(SIZES,), timeout_s=480)
+    baseline = os.path.abspath(args.baseline_jit) if args.baseline_jit else None
+    results = spawn(_worker, world, backend="nccl", args=(SIZES, baseline), timeout_s=480)
     meta = {**H.meta(), "gpus": f"{world} x {torch.cuda.get_device_name(0)}", "env": dict(NO_MULTICAST)}
     (out / "lamport_bench.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     md = _markdown(results, meta)

@@ -14,7 +14,10 @@ the compiled kernel's launcher directly:
   launches) and keeps the compiled kernel it returns;
 - later calls pass ``(grid, stream, function, metadata, hooks, *args)`` to its launcher,
   the way ``JITFunction.run`` does in Triton 3.3 and later (all parameters, constexprs
-  included, in signature order).
+  included, in signature order), with tensor arguments given as their addresses (Triton's
+  launcher takes an int as the address itself, where for a tensor it calls ``data_ptr()``
+  and asks the driver whether the address is device-accessible: a driver call per
+  pointer per launch), and no hook objects while no launch hook is installed.
 
 The direct path is taken only on a CUDA device that is current, with Triton >= 3.3 and
 without launch hooks installed (profilers); otherwise, and under ``TRITON_INTERPRET=1``,
@@ -63,6 +66,7 @@ class _State:
     """None: not decided yet; False: always use ``kernel[grid]``."""
     knobs: Any = None
     get_stream: Callable[[int], int] | None = None
+    get_device: Callable[[], int] = torch.cuda.current_device
 
 
 def _direct_path_available() -> bool:
@@ -75,18 +79,22 @@ def _direct_path_available() -> bool:
             major, minor = (int(v) for v in triton.__version__.split(".")[:2])
             _State.knobs = knobs
             _State.get_stream = driver.active.get_current_stream
+            _State.get_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
             _State.enabled = (major, minor) >= (3, 3) and not _runtime.interpreting()
         except Exception:  # any other Triton layout: the generic launcher only
             _State.enabled = False
     return bool(_State.enabled)
 
 
+def _quiet(hook: object) -> bool:
+    """Whether a launch hook does nothing (None, or an empty ``HookChain``)."""
+    return hook is None or getattr(hook, "calls", True) == []
+
+
 def _hooks_quiet() -> bool:
+    """Whether no launch hook is installed (else a profiler wants the generic launcher)."""
     rt = _State.knobs.runtime
-    for hook in (rt.launch_enter_hook, rt.launch_exit_hook):
-        if hook is not None and getattr(hook, "calls", True) != []:
-            return False
-    return True
+    return _quiet(rt.launch_enter_hook) and _quiet(rt.launch_exit_hook)
 
 
 class FastKernel:
@@ -121,14 +129,19 @@ class FastKernel:
         args: Sequence[object],
         meta: Mapping[str, object],
         num_warps: int,
+        raw: Sequence[object] | None = None,
     ) -> None:
         """Launch on ``device`` (current stream): ``args`` are the runtime parameters in
-        order, ``meta`` the constexprs, ``key`` the launch signature (see module doc).
+        order, ``meta`` the constexprs, ``key`` the launch signature (see module doc);
+        ``raw``: the same parameters with every tensor replaced by its ``data_ptr()``
+        (default: ``args``), for the direct path.
 
         The caller has checked the device (:func:`_runtime.check_launch_device`).
         """
         compiled = self._cache.get(key)
-        if compiled is not None and torch.cuda.current_device() == device.index and _hooks_quiet():
+        if compiled is not None and (_State.get_device() != device.index or not _hooks_quiet()):
+            compiled = None  # another device is current, or a profiler hooks launches
+        if compiled is not None:
             tail = self._tail[key]
             stream = _State.get_stream(device.index)  # type: ignore[misc]
             try:
@@ -140,9 +153,9 @@ class FastKernel:
                     compiled.function,
                     compiled.packed_metadata,
                     None,
-                    _State.knobs.runtime.launch_enter_hook,
-                    _State.knobs.runtime.launch_exit_hook,
-                    *args,
+                    None,
+                    None,
+                    *(args if raw is None else raw),
                     *tail,
                 )
                 return
@@ -152,7 +165,7 @@ class FastKernel:
         self.jit_module()
         ctx = (
             torch.cuda.device(device)
-            if device.type == "cuda" and torch.cuda.current_device() != device.index
+            if device.type == "cuda" and _State.get_device() != device.index
             else contextlib.nullcontext()
         )
         with ctx:

@@ -24,8 +24,8 @@ class MemmoveKind(enum.IntEnum):
     NONE = 0
     """Zero bytes, or source and destination are the same address."""
     PARALLEL = 1
-    """Disjoint ranges: split over programs, in 16-, 8- or 4-byte words when source and
-    destination agree modulo that width, else bytes."""
+    """Disjoint ranges: split over programs, in 16-, 8-, 4- or 2-byte words when source
+    and destination agree modulo that width, else bytes."""
     FORWARD = 2
     """Destination below an overlapping source: one program copies low to high."""
     BACKWARD = 3
@@ -156,8 +156,8 @@ def batch_memcpy(
     program copies it in the safe direction (decided with unsigned comparisons, correct
     for addresses at or above 2**63). Disjoint segments are split over several programs
     and use 16-byte accesses when source and destination share their offset modulo 16,
-    8- or 4-byte words when they share it modulo 8 or 4 (head and tail bytes apart), and
-    bytes otherwise.
+    8-, 4- or 2-byte words when they share it modulo 8, 4 or 2 (head and tail bytes
+    apart), and bytes otherwise.
     Segments that overlap *each other* have no defined order. In checked mode
     (:func:`devptr.checked`) every segment is first compared with the storage extents
     recorded for its addresses and a :class:`devptr.CheckedModeError` is raised before
@@ -271,11 +271,15 @@ def _launch_segments(
     elif type(split) is not int or not 1 <= split <= 65535:
         raise ValueError(f"split must be an int in [1, 65535] (got {split!r})")
     ss, ds, zs = s.stride(0), d.stride(0), z.stride(0)
+    sp, dp, zp = s.data_ptr(), d.data_ptr(), z.data_ptr()
     key = (
         device.index,
-        arg_key(s),
-        arg_key(d),
-        arg_key(z),
+        s.dtype,
+        d.dtype,
+        z.dtype,
+        not sp & 15,
+        not dp & 15,
+        not zp & 15,
         arg_key(ss),
         arg_key(ds),
         arg_key(zs),
@@ -291,6 +295,7 @@ def _launch_segments(
         (s, d, z, ss, ds, zs, split),
         {"CHUNK": chunk, "BYTE_CHUNK": byte_chunk},
         num_warps,
+        (sp, dp, zp, ss, ds, zs, split),
     )
 
 

@@ -21,11 +21,12 @@ import enum
 
 import torch
 
+from devptr._buffer import PtrBuffer
 from devptr._encoding import Encoding
 from devptr._errors import CapacityError, LengthMismatchError, PtrTypeError, describe
 from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
-from devptr.kernels._launch import FastKernel, arg_key
+from devptr.kernels._launch import FastKernel, arg_key, table_view
 from devptr.kernels._memcpy import BYTE_CHUNK, CHUNK, NUM_WARPS
 
 
@@ -75,6 +76,21 @@ def _meta_tensor(meta: object) -> torch.Tensor:
             raise PtrTypeError(f"state_meta must be contiguous [num_states, {len(StateMeta)}] int64")
         return meta
     raise PtrTypeError(f"state_meta must be a PtrTable or a 2-D int64 tensor (got {describe(meta)})")
+
+
+def _no_check(table: object) -> None:
+    return None
+
+
+def _live(table: object) -> object:
+    return table.device_type  # type: ignore[attr-defined]  # raises once released to a pool
+
+
+def _address_table(table: object, where: str) -> torch.Tensor:
+    """:func:`_tables.address_table`, remembered by identity for PtrBuffers."""
+    if type(table) is PtrBuffer:
+        return table_view(table, lambda t: _tables.address_table(t, where), _live)[0]
+    return _tables.address_table(table, where)
 
 
 def _index_table(t: object, where: str) -> torch.Tensor:
@@ -129,9 +145,12 @@ def copy_state_blocks(
     PtrTable arguments contribute their device mirrors (as their last ``to_device`` left
     them) when they have one.
     """
-    bases = _tables.address_table(state_base_addrs, "state_base_addrs")
-    meta = _meta_tensor(state_meta)
-    tables_ptrs = _tables.address_table(block_table_ptrs, "block_table_ptrs")
+    bases = _address_table(state_base_addrs, "state_base_addrs")
+    if type(state_meta) is PtrTable:  # checked once, then remembered by identity
+        meta = table_view(state_meta, _meta_tensor, _no_check)[0]
+    else:
+        meta = _meta_tensor(state_meta)
+    tables_ptrs = _address_table(block_table_ptrs, "block_table_ptrs")
     src_c = _index_table(src_cols, "src_cols")
     dst_c = _index_table(dst_cols, "dst_cols")
     bias_c = _index_table(token_biases, "token_biases")
@@ -182,4 +201,5 @@ def copy_state_blocks(
         "ROW_BLOCK": 128,
     }
     key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
-    _KERNEL.launch(device, (num_reqs, num_states, tiles), key, args, meta_kw, num_warps)
+    raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
+    _KERNEL.launch(device, (num_reqs, num_states, tiles), key, args, meta_kw, num_warps, raw)

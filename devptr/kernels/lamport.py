@@ -79,13 +79,30 @@ class _Plan:
     workspace's identity, and dropped when the workspace is garbage-collected.
     """
 
-    __slots__ = ("configs", "device", "key", "max_bytes", "meta", "owner", "rank", "scalars", "sms", "table")
+    __slots__ = (
+        "configs",
+        "device",
+        "index",
+        "is_cuda",
+        "key",
+        "max_bytes",
+        "meta",
+        "owner",
+        "rank",
+        "scalars",
+        "sms",
+        "table",
+        "table_addr",
+    )
 
     def __init__(self, ws: LamportTableOwner) -> None:
         self.owner = weakref.ref(ws)
         self.table = ws.workspace  # raises when closed
+        self.table_addr = self.table.data_ptr()
         dev = ws.device
         self.device = dev
+        self.index = dev.index
+        self.is_cuda = dev.type == "cuda"
         layout = ws.layout
         self.rank = ws.rank
         self.max_bytes = ws.max_message_bytes
@@ -100,6 +117,12 @@ class _Plan:
             arg_key(self.table),
             *(arg_key(v) for v in (self.rank, *self.scalars)),
         )
+
+    def elsewhere(self, t: torch.Tensor) -> bool:
+        """Whether ``t`` is not on the workspace's device (cheap on CUDA: no device object)."""
+        if self.is_cuda:
+            return not t.is_cuda or t.get_device() != self.index
+        return t.device != self.device
 
     def config(self, n_words: int, block: int | None, num_programs: int | None) -> tuple[int, int, int]:
         """(grid, BLOCK, num_warps) for a message of ``n_words`` words, validated once."""
@@ -208,7 +231,7 @@ def lamport_allreduce(
     if phases is None:
         raise PtrTypeError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
     dev = plan.device
-    if x.device != dev:
+    if plan.elsewhere(x):
         raise DevPtrError(f"x is on {x.device}, the workspace on {dev}")
     numel = x.numel()
     nbytes = numel * x.element_size()
@@ -219,7 +242,7 @@ def lamport_allreduce(
         )
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    elif out.dtype != x.dtype or out.shape != x.shape or out.device != dev:
+    elif out.dtype != x.dtype or out.shape != x.shape or plan.elsewhere(out):
         raise LengthMismatchError(
             f"out must match x: {tuple(x.shape)} {x.dtype} on {x.device} "
             f"(got {tuple(out.shape)} {out.dtype} on {out.device})"
@@ -233,11 +256,13 @@ def lamport_allreduce(
 
     src = x if x.is_contiguous() else x.contiguous()
     dst = out
-    if nbytes % 4 or src.data_ptr() % 4 or out.data_ptr() % 4:
+    xp, op = src.data_ptr(), dst.data_ptr()
+    if nbytes % 4 or (xp | op) & 3:
         # 16-bit data of an odd length (or misaligned): go through padded word buffers.
         pad = (-numel) % (4 // x.element_size())
         src = torch.cat([src.view(-1), src.new_zeros(pad)])
         dst = torch.empty_like(src)
+        xp, op = src.data_ptr(), dst.data_ptr()
         n_words = src.numel() * x.element_size() // 4
     else:
         n_words = nbytes // 4
@@ -246,25 +271,16 @@ def lamport_allreduce(
         _runtime.check_launch_device(dev, _KERNEL.jit_module())
     grid, blk, warps = plan.config(n_words, block, num_programs)
     write, reduce = phases
-    args = (plan.table, src, dst, plan.rank, n_words, *plan.scalars, max_spins)
-    key = (
-        plan.key,
-        kind,
-        phase,
-        blk,
-        warps,
-        not src.data_ptr() & 15,
-        not dst.data_ptr() & 15,
-        arg_key(n_words),
-        arg_key(max_spins),
-    )
+    comm_words, slot_words = plan.scalars
+    key = (plan.key, kind, phase, blk, warps, not xp & 15, not op & 15, arg_key(n_words), arg_key(max_spins))
     _KERNEL.launch(
         dev,
         (grid, 1, 1),
         key,
-        args,
+        (plan.table, src, dst, plan.rank, n_words, comm_words, slot_words, max_spins),
         {**plan.meta, "KIND": kind, "WRITE": write, "REDUCE": reduce, "BLOCK": blk},
         warps,
+        (plan.table_addr, xp, op, plan.rank, n_words, comm_words, slot_words, max_spins),
     )
     if dst is not out and reduce:
         out.view(-1).copy_(dst[:numel])
