@@ -71,6 +71,30 @@ def _block_for(n_words: int, programs: int) -> tuple[int, int]:
     return block, _warps(block)
 
 
+class _Call:
+    """One call signature of a workspace (dtype, shape, phase, knobs), checked once."""
+
+    __slots__ = ("grid", "key", "meta", "n_words", "odd", "scalars", "warps")
+
+    def __init__(
+        self,
+        n_words: int,
+        odd: bool,
+        grid: tuple[int, int, int],
+        warps: int,
+        meta: dict[str, int | bool],
+        scalars: tuple[int, ...],
+        key: tuple[object, ...],
+    ) -> None:
+        self.n_words = n_words
+        self.odd = odd
+        self.grid = grid
+        self.warps = warps
+        self.meta = meta
+        self.scalars = scalars
+        self.key = key
+
+
 class _Plan:
     """What one workspace contributes to every launch, checked once when first seen.
 
@@ -80,6 +104,7 @@ class _Plan:
     """
 
     __slots__ = (
+        "calls",
         "configs",
         "device",
         "index",
@@ -110,6 +135,7 @@ class _Plan:
         self.scalars = (layout.comm_size // 4, layout.slot_bytes // 4)
         self.sms = _runtime.multiprocessor_count(dev)
         self.configs: dict[tuple[int, int | None, int | None], tuple[int, int, int]] = {}
+        self.calls: dict[tuple[object, ...], _Call] = {}
         self.key = (  # what this workspace adds to the launch signature
             dev.type,
             dev.index,
@@ -123,6 +149,44 @@ class _Plan:
         if self.is_cuda:
             return not t.is_cuda or t.get_device() != self.index
         return t.device != self.device
+
+    def prepare(
+        self,
+        x: torch.Tensor,
+        ws: LamportTableOwner,
+        phase: str,
+        max_spins: int,
+        block: int | None,
+        num_programs: int | None,
+    ) -> _Call:
+        """Check a call's dtype, size and knobs once, and keep what its launch needs."""
+        kind = _KINDS.get(x.dtype)
+        if kind is None:
+            raise PtrTypeError(
+                f"lamport_allreduce takes a float32, float16 or bfloat16 tensor (got {describe(x)})"
+            )
+        phases = _PHASES.get(phase)
+        if phases is None:
+            raise PtrTypeError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
+        if max_spins < 1:
+            raise PtrTypeError(f"max_spins must be a positive int (got {describe(max_spins)})")
+        nbytes = x.numel() * x.element_size()
+        if nbytes > self.max_bytes:
+            raise LengthMismatchError(
+                f"x has {nbytes} bytes; this workspace's slots hold {self.max_bytes} "
+                f"(comm_size {ws.layout.comm_size} for {ws.layout.world_size} ranks)"
+            )
+        n_words = -(-nbytes // 4)
+        grid, blk, warps = self.config(max(n_words, 1), block, num_programs)
+        write, reduce = phases
+        meta = {**self.meta, "KIND": kind, "WRITE": write, "REDUCE": reduce, "BLOCK": blk}
+        scalars = (self.rank, n_words, *self.scalars, max_spins)
+        key = (self.key, kind, phase, blk, warps, arg_key(n_words), arg_key(max_spins))
+        call = _Call(n_words, nbytes % 4 != 0, (grid, 1, 1), warps, meta, scalars, key)
+        if len(self.calls) >= 256:
+            self.calls.clear()
+        self.calls[(x.dtype, x.shape, phase, max_spins, block, num_programs)] = call
+        return call
 
     def config(self, n_words: int, block: int | None, num_programs: int | None) -> tuple[int, int, int]:
         """(grid, BLOCK, num_warps) for a message of ``n_words`` words, validated once."""
@@ -222,24 +286,17 @@ def lamport_allreduce(
         _PLANS.pop(id(workspace), None)
         workspace.workspace  # noqa: B018 -- raises the owner's own "closed" error
         raise DevPtrError("this Lamport workspace is closed")
-    kind = _KINDS.get(x.dtype) if isinstance(x, torch.Tensor) else None
-    if kind is None:
+    if not isinstance(x, torch.Tensor):
         raise PtrTypeError(
             f"lamport_allreduce takes a float32, float16 or bfloat16 tensor (got {describe(x)})"
         )
-    phases = _PHASES.get(phase)
-    if phases is None:
-        raise PtrTypeError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
-    dev = plan.device
+    if type(max_spins) is not int:
+        raise PtrTypeError(f"max_spins must be a positive int (got {describe(max_spins)})")
+    call = plan.calls.get((x.dtype, x.shape, phase, max_spins, block, num_programs))
+    if call is None:
+        call = plan.prepare(x, workspace, phase, max_spins, block, num_programs)
     if plan.elsewhere(x):
-        raise DevPtrError(f"x is on {x.device}, the workspace on {dev}")
-    numel = x.numel()
-    nbytes = numel * x.element_size()
-    if nbytes > plan.max_bytes:
-        raise LengthMismatchError(
-            f"x has {nbytes} bytes; this workspace's slots hold {plan.max_bytes} "
-            f"(comm_size {workspace.layout.comm_size} for {workspace.layout.world_size} ranks)"
-        )
+        raise DevPtrError(f"x is on {x.device}, the workspace on {plan.device}")
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
     elif out.dtype != x.dtype or out.shape != x.shape or plan.elsewhere(out):
@@ -249,39 +306,23 @@ def lamport_allreduce(
         )
     elif not out.is_contiguous():
         raise PtrTypeError("out must be contiguous")
-    if type(max_spins) is not int or max_spins < 1:
-        raise PtrTypeError(f"max_spins must be a positive int (got {describe(max_spins)})")
-    if numel == 0:
+    if call.n_words == 0:
         return out
 
     src = x if x.is_contiguous() else x.contiguous()
     dst = out
     xp, op = src.data_ptr(), dst.data_ptr()
-    if nbytes % 4 or (xp | op) & 3:
+    if call.odd or (xp | op) & 3:
         # 16-bit data of an odd length (or misaligned): go through padded word buffers.
+        numel = x.numel()
         pad = (-numel) % (4 // x.element_size())
         src = torch.cat([src.view(-1), src.new_zeros(pad)])
         dst = torch.empty_like(src)
         xp, op = src.data_ptr(), dst.data_ptr()
-        n_words = src.numel() * x.element_size() // 4
-    else:
-        n_words = nbytes // 4
-
-    if dev.type != "cuda":
-        _runtime.check_launch_device(dev, _KERNEL.jit_module())
-    grid, blk, warps = plan.config(n_words, block, num_programs)
-    write, reduce = phases
-    comm_words, slot_words = plan.scalars
-    key = (plan.key, kind, phase, blk, warps, not xp & 15, not op & 15, arg_key(n_words), arg_key(max_spins))
-    _KERNEL.launch(
-        dev,
-        (grid, 1, 1),
-        key,
-        (plan.table, src, dst, plan.rank, n_words, comm_words, slot_words, max_spins),
-        {**plan.meta, "KIND": kind, "WRITE": write, "REDUCE": reduce, "BLOCK": blk},
-        warps,
-        (plan.table_addr, xp, op, plan.rank, n_words, comm_words, slot_words, max_spins),
-    )
-    if dst is not out and reduce:
-        out.view(-1).copy_(dst[:numel])
+    args = (plan.table, src, dst, *call.scalars)
+    raw = (plan.table_addr, xp, op, *call.scalars)
+    key = (call.key, not xp & 15, not op & 15)
+    _KERNEL.launch(plan.device, call.grid, key, args, call.meta, call.warps, raw)
+    if dst is not out and call.meta["REDUCE"]:
+        out.view(-1).copy_(dst[: x.numel()])
     return out

@@ -241,3 +241,25 @@ def test_segment_table_one_upload(kernel_device: torch.device) -> None:
         batch_memcpy_table(table, n + 3)
     with pytest.raises(PtrTypeError):
         batch_memcpy_table(PtrTable(2, {"a": Column.PTR}), 1)
+
+
+def test_a_buffer_released_to_its_pool_is_refused_after_a_launch(kernel_device: torch.device) -> None:
+    # the launcher remembers buffer views by identity; a released buffer must still raise
+    from devptr import PtrBufferPool, StaleBufferError
+
+    dev = kernel_device if kernel_device.type != "cpu" else None
+    pool = PtrBufferPool(4, device=dev)
+    a = torch.arange(64, dtype=torch.uint8, device=kernel_device)
+    b = torch.zeros(64, dtype=torch.uint8, device=kernel_device)
+    src, dst = pool.acquire(1), pool.acquire(1)
+    src[0], dst[0] = DevicePtr.of(a), DevicePtr.of(b)
+    sz = SizeBuffer(1, device=dev)
+    sz[0] = 64
+    for t in (src, dst, sz):
+        if dev is not None:
+            t.to_device()
+    batch_memcpy(src, dst, sz)
+    assert torch.equal(a, b)
+    pool.release(dst)
+    with pytest.raises(StaleBufferError):
+        batch_memcpy(src, dst, sz)
