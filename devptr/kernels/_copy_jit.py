@@ -75,8 +75,8 @@ def _copy_wide(src, dst, size, g, split, CHUNK: tl.constexpr):
 def _copy_words(src, dst, size, g, split, T: tl.constexpr, WORD: tl.constexpr, CHUNK: tl.constexpr):
     """Copy ``size`` bytes between disjoint ranges with ``src % WORD == dst % WORD``.
 
-    ``WORD`` is 2, 4 or 8 bytes (``T`` the unsigned type of that width): for sources and
-    destinations that agree modulo 2, 4 or 8 but not 16. Bytes before the first ``WORD``
+    ``WORD`` is a power of two below 16 (``T`` the unsigned type of that width; the
+    launcher uses 4): for sources and destinations that agree modulo ``WORD`` but not 16. Bytes before the first ``WORD``
     boundary of ``dst`` and after the last one go through a 16-lane byte copy (program
     ``g == 0``); the body moves ``WORD`` bytes a lane, ``CHUNK`` bytes per step, steps
     dealt round-robin to the ``split`` programs of the segment.
@@ -184,8 +184,7 @@ def _copy_segment(src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.
 
     ``src``/``dst``: uint64 addresses; ``size``: non-negative int64 byte count. Disjoint
     ranges are shared by the ``split`` programs (16-byte accesses when ``src`` and ``dst`` share
-    their offset modulo 16, 8-, 4- or 2-byte words when they share it modulo 8, 4 or 2,
-    bytes otherwise); overlapping ranges go to program 0 alone
+    their offset modulo 16, 4-byte words when they share it modulo 4, bytes otherwise); overlapping ranges go to program 0 alone
     (:func:`_move`).
     """
     kind = _memmove_kind(src, dst, size)
@@ -193,12 +192,11 @@ def _copy_segment(src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.
         agree = (src ^ dst) & 15
         if agree == 0:
             _copy_wide(src, dst, size, g, split, CHUNK)
-        elif (agree & 7) == 0:
-            _copy_words(src, dst, size, g, split, tl.uint64, 8, CHUNK)
         elif (agree & 3) == 0:
+            # 4-byte words for offsets that agree modulo 4 or 8 (8-byte and 2-byte word
+            # paths were tried: they raise the kernel from 32 to 48 registers on sm_90,
+            # which costs every other case occupancy)
             _copy_words(src, dst, size, g, split, tl.uint32, 4, CHUNK)
-        elif (agree & 1) == 0:  # 2-byte lanes, as many per step as the byte path has
-            _copy_words(src, dst, size, g, split, tl.uint16, 2, BYTE_CHUNK * 2)
         else:
             _copy_bytes(src, dst, size, g, split, BYTE_CHUNK)
     elif kind == 2:

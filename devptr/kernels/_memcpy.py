@@ -24,8 +24,8 @@ class MemmoveKind(enum.IntEnum):
     NONE = 0
     """Zero bytes, or source and destination are the same address."""
     PARALLEL = 1
-    """Disjoint ranges: split over programs, in 16-, 8-, 4- or 2-byte words when source
-    and destination agree modulo that width, else bytes."""
+    """Disjoint ranges: split over programs, in 16-byte accesses when source and
+    destination agree modulo 16, 4-byte words when they agree modulo 4, else bytes."""
     FORWARD = 2
     """Destination below an overlapping source: one program copies low to high."""
     BACKWARD = 3
@@ -156,8 +156,8 @@ def batch_memcpy(
     program copies it in the safe direction (decided with unsigned comparisons, correct
     for addresses at or above 2**63). Disjoint segments are split over several programs
     and use 16-byte accesses when source and destination share their offset modulo 16,
-    8-, 4- or 2-byte words when they share it modulo 8, 4 or 2 (head and tail bytes
-    apart), and bytes otherwise.
+    4-byte words when they share it modulo 4 (head and tail bytes apart), and bytes
+    otherwise.
     Segments that overlap *each other* have no defined order. In checked mode
     (:func:`devptr.checked`) every segment is first compared with the storage extents
     recorded for its addresses and a :class:`devptr.CheckedModeError` is raised before
