@@ -76,10 +76,10 @@ def _copy_words(src, dst, size, g, split, T: tl.constexpr, WORD: tl.constexpr, C
     """Copy ``size`` bytes between disjoint ranges with ``src % WORD == dst % WORD``.
 
     ``WORD`` is a power of two below 16 (``T`` the unsigned type of that width; the
-    launcher uses 4): for sources and destinations that agree modulo ``WORD`` but not 16. Bytes before the first ``WORD``
-    boundary of ``dst`` and after the last one go through a 16-lane byte copy (program
-    ``g == 0``); the body moves ``WORD`` bytes a lane, ``CHUNK`` bytes per step, steps
-    dealt round-robin to the ``split`` programs of the segment.
+    launcher uses 4): for sources and destinations that agree modulo ``WORD`` but not 16.
+    Bytes before the first ``WORD`` boundary of ``dst`` and after the last one go through a
+    16-lane byte copy (program ``g == 0``); the body moves ``WORD`` bytes a lane, ``CHUNK``
+    bytes per step, steps dealt round-robin to the ``split`` programs of the segment.
     """
     head = tl.minimum(((WORD - (dst & (WORD - 1))) & (WORD - 1)).to(tl.int64), size)
     body = ((size - head) // WORD) * WORD
@@ -184,8 +184,8 @@ def _copy_segment(src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.
 
     ``src``/``dst``: uint64 addresses; ``size``: non-negative int64 byte count. Disjoint
     ranges are shared by the ``split`` programs (16-byte accesses when ``src`` and ``dst`` share
-    their offset modulo 16, 4-byte words when they share it modulo 4, bytes otherwise); overlapping ranges go to program 0 alone
-    (:func:`_move`).
+    their offset modulo 16, 4-byte words when they share it modulo 4, bytes otherwise);
+    overlapping ranges go to program 0 alone (:func:`_move`).
     """
     kind = _memmove_kind(src, dst, size)
     if kind == 1:
