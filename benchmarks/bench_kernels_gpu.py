@@ -21,7 +21,6 @@ import json
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -42,6 +41,7 @@ from devptr.kernels import SizeBuffer, batch_memcpy  # noqa: E402
 from devptr.kernels import _memcpy as memcpy_mod  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
+import _harness as H  # noqa: E402
 from bench_kernels_baselines import vllm_style_batch_memcpy  # noqa: E402
 
 KiB = 1024
@@ -121,60 +121,25 @@ def build_set(case: Case, device: torch.device, views: bool) -> TableSet:
     return ts
 
 
-def time_eager_ms(fns: list[Callable[[], None]], iters: int = 20) -> float:
-    """Per-call time with CUDA events around ``iters`` back-to-back eager calls (median of 5)."""
-    for f in fns:
-        f()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(5):
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for k in range(iters):
-            fns[k % len(fns)]()
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) / iters)
-    return statistics.median(times)
+def _rotating(fns: list[Callable[[], None]]) -> Callable[[], None]:
+    def all_sets() -> None:
+        for f in fns:
+            f()
+
+    return all_sets
 
 
 def time_ms(fns: list[Callable[[], None]], device: torch.device, eager: bool = False) -> float:
-    """Median per-call time of ``fns`` (rotated), in ms: CUDA-graph replays unless ``eager``."""
-    if device.type == "cuda" and eager:
-        return time_eager_ms(fns)
+    """Median per-call time of ``fns`` (rotated), in ms, through ``benchmarks/_harness.py``:
+    CUDA-graph replays (``INNER`` rounds captured), or CUDA events around back-to-back
+    eager calls when ``eager``; the host clock on the CPU."""
+    fn = _rotating(fns)
+    per = len(fns)
     if device.type == "cpu":
-        t0 = time.perf_counter()
-        for f in fns:
-            f()
-        return (time.perf_counter() - t0) * 1e3 / len(fns)
-    for f in fns:
-        f()
-    torch.cuda.synchronize()
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for f in fns:
-            f()
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    inner = max(INNER, len(fns))
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for k in range(inner):
-            fns[k % len(fns)]()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(REPLAYS):
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        e0.record()
-        graph.replay()
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) / inner)
-    return statistics.median(times)
+        return H.host(fn, number=1, repeat=1).median_ms / per
+    if eager:
+        return H.cuda_events(fn, number=max(1, 20 // per), repeat=5).median_ms / per
+    return H.cuda_graph(fn, number=max(1, INNER // per), repeat=REPLAYS).median_ms / per
 
 
 def ceiling_gbs(device: torch.device) -> dict[str, float]:
@@ -294,6 +259,9 @@ def cases(quick: bool) -> list[Case]:
         Case("2MiB_x128", [2 * MiB] * 128),
         Case("4KiB_x65536", [4 * KiB] * 65536),
         Case("4093B_x4096_coaligned", [4093] * 4096, note="packed: same offset mod 16 in src and dst"),
+        Case("4093B_x4096_agree8", [4093] * 4096, dst_shift=8, note="src and dst agree mod 8, differ mod 16"),
+        Case("4093B_x4096_agree4", [4093] * 4096, dst_shift=4, note="agree mod 4, differ mod 8"),
+        Case("4093B_x4096_agree2", [4093] * 4096, dst_shift=2, note="agree mod 2, differ mod 4: bytes"),
         Case("4093B_x4096_mismatched", [4093] * 4096, dst_shift=5, note="dst offsets +5: byte path"),
         Case(
             "mamba_mixed_conv_inplace",
@@ -370,6 +338,8 @@ def main() -> None:
     ap.add_argument("--out", default=".")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-sweep", action="store_true", help="skip the tuning sweep")
+    ap.add_argument("--cases", default="", help="comma-separated case names to run (default: all)")
+    ap.add_argument("--no-size-sweep", action="store_true", help="skip the segment-size sweep")
     args = ap.parse_args()
     device = torch.device("cuda") if torch.cuda.is_available() and not args.quick else torch.device("cpu")
     t0 = time.time()
@@ -401,7 +371,10 @@ def main() -> None:
         ]
     all_impls = ["vllm_style", "foreach_copy_"]
     out["cases"] = []
+    wanted = {c for c in args.cases.split(",") if c}
     for c in cases(args.quick):
+        if wanted and c.name not in wanted:
+            continue
         impls = list(all_impls)
         if c.name in ("mamba_mixed", "2MiB_x128") or args.quick:
             impls.append("copy_loop")
@@ -411,7 +384,7 @@ def main() -> None:
         line = "  ".join(f"{k}={v['of_ceiling']:.0%}" for k, v in r["results"].items())
         print(f"{c.name}: best {best[1]} {best[0]:.0%} | {line}", flush=True)
     out["sweep"] = []
-    for c in sweep_cases(args.quick):
+    for c in [] if args.no_size_sweep else sweep_cases(args.quick):
         r = run_case(c, device, ceiling, ["vllm_style", "foreach_copy_"], [{}])
         r["segment_bytes"] = c.sizes[0]
         out["sweep"].append(r)

@@ -43,7 +43,7 @@ FAMILIES: tuple[type[BaseException], ...] = (
 
 # Raises that are not errors of devptr's API, each with its reason.
 ALLOWED: dict[str, str] = {
-    "AttributeError": "module __getattr__ (PEP 562) must raise AttributeError",
+    "AttributeError": "__getattr__ (PEP 562) and an immutable __setattr__ must raise AttributeError",
     "NotImplementedError": "abstract methods of private base classes",
     "typer.Exit": "CLI exit status (control flow, not an error)",
     "devptr._convert._Bad": "private sentinel, always caught in the same function",
@@ -75,10 +75,19 @@ def _resolve(module: object, dotted: str) -> object:
     return obj
 
 
-def _check_class(cls: type[BaseException]) -> str | None:
-    if not issubclass(cls, DevPtrError):
-        return f"{cls.__module__}.{cls.__qualname__} is not a DevPtrError"
-    if cls is DevPtrError:
+def _base_of(module: object) -> type[BaseException]:
+    """The error base class of a module: DevPtrError, except in the vendorable module
+    (devptr.vendor.ptrtable imports nothing of devptr, so it has its own PtrTableError)."""
+    base = getattr(module, "PtrTableError", None)
+    if getattr(module, "__name__", "").startswith("devptr.vendor.") and isinstance(base, type):
+        return base
+    return DevPtrError
+
+
+def _check_class(cls: type[BaseException], base: type[BaseException] = DevPtrError) -> str | None:
+    if not issubclass(cls, base):
+        return f"{cls.__module__}.{cls.__qualname__} is not a {base.__name__}"
+    if cls is base:
         return "the bare DevPtrError base has no built-in family"
     if not issubclass(cls, FAMILIES):
         return f"{cls.__qualname__} is of no built-in family"
@@ -100,12 +109,12 @@ def _problem(module: object, name: str, exc: ast.expr) -> str | None:
         qual = f"{target.__module__}.{target.__qualname__}"
         if qual in ALLOWED:
             return None
-        return _check_class(target)
+        return _check_class(target, _base_of(module))
     if callable(target):  # a factory: its return annotation names the error class
         hints = typing.get_type_hints(target)
         ret = hints.get("return")
         if isinstance(ret, type) and issubclass(ret, BaseException):
-            return _check_class(ret)
+            return _check_class(ret, _base_of(module))
         return f"factory {dotted} does not declare the error class it returns"
     return f"{dotted} is not an exception class"
 
@@ -131,8 +140,8 @@ def test_every_raise_is_a_devptr_error_of_a_builtin_family() -> None:
         for node, func in _raises(tree):
             assert node.exc is not None
             callee = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-            if _dotted(callee) == "AttributeError" and func != "__getattr__":
-                problems.append(f"{path.name}:{node.lineno}: AttributeError outside __getattr__")
+            if _dotted(callee) == "AttributeError" and func not in ("__getattr__", "__setattr__"):
+                problems.append(f"{path.name}:{node.lineno}: AttributeError outside __getattr__/__setattr__")
                 continue
             checked += 1
             problem = _problem(module, modname, node.exc)

@@ -1,6 +1,7 @@
 """Shared Triton kernels that consume devptr tables.
 
 - :func:`batch_memcpy`: copy many byte segments (memmove semantics per segment).
+- :func:`batch_memcpy_table`: the same, from one PtrTable of :data:`SEGMENT_COLUMNS` (one upload).
 - :func:`memmove_kinds`: the per-segment copy decision alone (no memory is touched).
 - :func:`copy_state_blocks`: Mamba state-block copies driven by block tables.
 - :class:`SizeBuffer`: host/device byte counts, the partner of two PtrBuffers.
@@ -12,14 +13,21 @@ first launch to run the kernels on the CPU (tables and memory on the CPU).
 
 from devptr._sizes import SizeBuffer
 from devptr.kernels._addr_arg import AddrParamError, addr_arg, addr_jit, compiled_variants, specialization_key
-from devptr.kernels._memcpy import MemmoveKind, batch_memcpy, memmove_kinds
+from devptr.kernels._memcpy import (
+    SEGMENT_COLUMNS,
+    MemmoveKind,
+    batch_memcpy,
+    batch_memcpy_table,
+    memmove_kinds,
+)
 from devptr.kernels._runtime import TritonUnavailableError
 from devptr.kernels._state_copy import STATE_META_COLUMNS, StateMeta, copy_state_blocks
 from devptr.kernels.lamport import LamportTableOwner, lamport_allreduce
 
 __all__ = [
-    "AddrParamError",
+    "SEGMENT_COLUMNS",
     "STATE_META_COLUMNS",
+    "AddrParamError",
     "LamportTableOwner",
     "MemmoveKind",
     "SizeBuffer",
@@ -28,6 +36,7 @@ __all__ = [
     "addr_arg",
     "addr_jit",
     "batch_memcpy",
+    "batch_memcpy_table",
     "compiled_variants",
     "copy_state_blocks",
     "lamport_allreduce",

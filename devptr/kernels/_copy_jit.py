@@ -37,15 +37,19 @@ def _memmove_kind(src, dst, size):
 
 
 @triton.jit
-def _copy_wide(src, dst, size, g, split, CHUNK: tl.constexpr):
-    """Copy ``size`` bytes between disjoint ranges with ``src % 16 == dst % 16``.
+def _copy_aligned(
+    src, dst, size, g, split, T: tl.constexpr, ELEM: tl.constexpr, ALIGN: tl.constexpr, CHUNK: tl.constexpr
+):
+    """Copy ``size`` bytes between disjoint ranges with ``src % ALIGN == dst % ALIGN``.
 
-    Bytes before the first 16-byte boundary of ``dst`` and after the last one go through a
-    16-lane byte copy (program ``g == 0``); the body moves in 16-byte accesses, ``CHUNK``
-    bytes per step, steps dealt round-robin to the ``split`` programs of the segment.
+    Bytes before the first ``ALIGN`` boundary of ``dst`` and after the last one (fewer than
+    16) go through a 16-lane byte copy (program ``g == 0``); the body moves ``ELEM`` bytes a
+    lane (``T``: the unsigned type of that width) from ``ALIGN``-aligned addresses, ``CHUNK``
+    bytes per step, steps dealt round-robin to the ``split`` programs of the segment. The
+    launcher uses ``(uint64, 8, 16)``: 16-byte accesses, and ``(uint32, 4, 4)``.
     """
-    head = tl.minimum(((16 - (dst & 15)) & 15).to(tl.int64), size)
-    body = ((size - head) // 16) * 16
+    head = tl.minimum(((ALIGN - (dst & (ALIGN - 1))) & (ALIGN - 1)).to(tl.int64), size)
+    body = ((size - head) // ALIGN) * ALIGN
     if g == 0:
         lane = tl.arange(0, 16).to(tl.int64)
         src8 = src.to(tl.pointer_type(tl.uint8))
@@ -55,10 +59,10 @@ def _copy_wide(src, dst, size, g, split, CHUNK: tl.constexpr):
         tail = head + body + lane
         tm = tail < size
         tl.store(dst8 + tail, tl.load(src8 + tail, mask=tm), mask=tm)
-    ELEMS: tl.constexpr = CHUNK // 8
-    sp = tl.multiple_of((src + head.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
-    dp = tl.multiple_of((dst + head.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
-    n_el = body // 8
+    ELEMS: tl.constexpr = CHUNK // ELEM
+    sp = tl.multiple_of((src + head.to(tl.uint64)).to(tl.pointer_type(T)), ALIGN)
+    dp = tl.multiple_of((dst + head.to(tl.uint64)).to(tl.pointer_type(T)), ALIGN)
+    n_el = body // ELEM
     full = n_el // ELEMS
     offs = tl.arange(0, ELEMS)
     for c in range(g, full, split):
@@ -67,7 +71,10 @@ def _copy_wide(src, dst, size, g, split, CHUNK: tl.constexpr):
     rest_owner = full % split
     if (n_el > full * ELEMS) & (g == rest_owner):
         o = full * ELEMS + offs
-        m = o < tl.multiple_of(n_el, 2)
+        if ALIGN > ELEM:
+            m = o < tl.multiple_of(n_el, ALIGN // ELEM)
+        else:
+            m = o < n_el
         tl.store(dp + o, tl.load(sp + o, mask=m), mask=m)
 
 
@@ -148,13 +155,19 @@ def _copy_segment(src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.
 
     ``src``/``dst``: uint64 addresses; ``size``: non-negative int64 byte count. Disjoint
     ranges are shared by the ``split`` programs (16-byte accesses when ``src`` and ``dst`` share
-    their offset modulo 16, bytes otherwise); overlapping ranges go to program 0 alone
-    (:func:`_move`).
+    their offset modulo 16, 4-byte words when they share it modulo 4, bytes otherwise);
+    overlapping ranges go to program 0 alone (:func:`_move`).
     """
     kind = _memmove_kind(src, dst, size)
     if kind == 1:
-        if ((src ^ dst) & 15) == 0:
-            _copy_wide(src, dst, size, g, split, CHUNK)
+        agree = (src ^ dst) & 15
+        if agree == 0:
+            _copy_aligned(src, dst, size, g, split, tl.uint64, 8, 16, CHUNK)
+        elif (agree & 3) == 0:
+            # 4-byte words for offsets that agree modulo 4 or 8 (8-byte and 2-byte word
+            # paths were tried: they raise the kernel from 32 to 48 registers on sm_90,
+            # which costs every other case occupancy)
+            _copy_aligned(src, dst, size, g, split, tl.uint32, 4, 4, CHUNK)
         else:
             _copy_bytes(src, dst, size, g, split, BYTE_CHUNK)
     elif kind == 2:

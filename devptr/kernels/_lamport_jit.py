@@ -6,7 +6,9 @@
 Imported only through :func:`devptr.kernels._runtime.jit_module` (it imports Triton).
 
 Data travels as 32-bit words: float32 values as their bits, float16/bfloat16 values as
-packed pairs. The empty-slot word is ``0x80000000`` (float32 -0.0); a writer first turns
+packed pairs. The empty-slot word ``EMPTY`` (float32 -0.0, declared in
+:mod:`devptr.kernels._lamport_layout` and passed in as a constexpr, like every table
+position, flag word and the round count: this module holds no copy of the layout); a writer first turns
 every negative zero of its input into +0.0 (per 16-bit half for the 16-bit types), so no
 word it writes can be the empty-slot word, and a reader knows a word has arrived when it
 is no longer that word. Words are written and read whole (aligned 32-bit accesses), so a
@@ -18,20 +20,26 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-EMPTY = tl.constexpr(-2147483648)  # 0x80000000 as int32
+# Facts of the float formats (not of the table layout).
 HI_MASK = tl.constexpr(-65536)  # 0xFFFF0000 as int32
 LO_MASK = tl.constexpr(0xFFFF)
 NEG_ZERO_16 = tl.constexpr(0x8000)
+NEG_ZERO_16_HI = tl.constexpr(-2147483648)  # 0x8000 in the high half, as int32
+NEG_ZERO_32 = tl.constexpr(-2147483648)  # float32 -0.0 as int32
 
 
 @triton.jit
 def _sanitize(w, KIND: tl.constexpr):
-    """Input words with every negative zero made +0.0 (KIND 0: float32, else 16-bit pairs)."""
+    """Input words with every negative zero made +0.0 (KIND 0: float32, else 16-bit pairs).
+
+    With the empty-slot word being float32 -0.0 (the layout's declaration), no sanitised
+    word equals it.
+    """
     if KIND == 0:
-        w = tl.where(w == EMPTY, 0, w)
+        w = tl.where(w == NEG_ZERO_32, 0, w)
     else:
         w = tl.where((w & LO_MASK) == NEG_ZERO_16, w & HI_MASK, w)
-        w = tl.where((w & HI_MASK) == EMPTY, w & LO_MASK, w)
+        w = tl.where((w & HI_MASK) == NEG_ZERO_16_HI, w & LO_MASK, w)
     return w
 
 
@@ -94,6 +102,16 @@ def _lamport_allreduce_kernel(
     slot_words,
     max_spins,
     WORLD: tl.constexpr,
+    LAMPORT_AT: tl.constexpr,
+    FLAG_AT: tl.constexpr,
+    LAYOUT_AT: tl.constexpr,
+    F_ARRIVED: tl.constexpr,
+    F_TIMEOUT: tl.constexpr,
+    F_ROUND: tl.constexpr,
+    L_CLEAR: tl.constexpr,
+    ROUNDS: tl.constexpr,
+    SLOT_ALIGN: tl.constexpr,
+    EMPTY: tl.constexpr,
     KIND: tl.constexpr,
     WRITE: tl.constexpr,
     REDUCE: tl.constexpr,
@@ -101,43 +119,51 @@ def _lamport_allreduce_kernel(
 ):
     """One round of the one-shot Lamport all-reduce, for one rank.
 
-    ``ws_ptr``: the 3N+2 table (``lamport`` section at ``2N``, ``flag`` at ``3N``,
-    ``layout`` at ``3N+1``). ``x_ptr``/``out_ptr``: ``n_words`` int32 words. The round's
-    buffer index ``b`` is ``flag[2]``; rank r's slot in round buffer b of every Lamport
-    buffer starts at word ``b * comm_words + r * slot_words``.
+    ``ws_ptr``: the workspace table; the layout constexprs (``LamportLayout.kernel_constants``)
+    say where rank r's Lamport buffer (``LAMPORT_AT + r``), the flag buffer (``FLAG_AT``) and
+    the layout buffer (``LAYOUT_AT``) are, which flag words count arrivals (``F_ARRIVED``),
+    record a timeout (``F_TIMEOUT``) and hold the round buffer index (``F_ROUND``), which
+    layout word holds the previous round's size (``L_CLEAR``), the round count
+    (``ROUNDS``), the slot alignment in bytes and the empty-slot word.
+    ``x_ptr``/``out_ptr``: float32/float16/bfloat16 data read and written as ``n_words``
+    int32 words. Rank r's slot in round buffer b of every Lamport buffer starts at word
+    ``b * comm_words + r * slot_words``.
 
     WRITE: put this rank's words into its slot of round buffer b of every rank (peers first).
     REDUCE: for each word, wait (volatile loads, at most ``max_spins`` re-reads per chunk
-    and slot, then flag[1] = 1) until every slot of this rank's round buffer b holds data,
-    sum the slots in rank order in float32, write ``out``; refill with the empty word the
-    previous round's buffer ((b + 2) % 3, ``layout[0]`` bytes per slot); the last program
-    to arrive (flag[0]) records this round's size in ``layout[0]`` and advances flag[2].
+    and slot, then records a timeout) until every slot of this rank's round buffer b holds
+    data, sum the slots in rank order in float32, write ``out``; refill with the empty word
+    the previous round's buffer (``L_CLEAR`` bytes per slot); the last program to arrive
+    records this round's size and advances the round index.
     """
     pid = tl.program_id(0)
     nprog = tl.num_programs(0)
     offs = tl.arange(0, BLOCK).to(tl.int64)
-    flag = _table_ptr(ws_ptr, 3 * WORLD, tl.int32)
-    lay = _table_ptr(ws_ptr, 3 * WORLD + 1, tl.int64)
-    b = tl.load(flag + 2).to(tl.int64)
+    xw = x_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    ow = out_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    flag = _table_ptr(ws_ptr, FLAG_AT, tl.int32)
+    lay = _table_ptr(ws_ptr, LAYOUT_AT, tl.int64)
+    b = tl.load(flag + F_ROUND).to(tl.int64)
     nchunks = tl.cdiv(n_words, BLOCK)
-    # Every slot starts on a 16-byte boundary (Lamport buffers are allocated 16-byte
-    # aligned, comm_size and slot sizes are multiples of 16 bytes): the hints, on word
-    # offsets and base pointers, let Triton use 16-byte accesses.
+    ALIGN_WORDS: tl.constexpr = SLOT_ALIGN // 4
+    # Every slot starts on a SLOT_ALIGN boundary (Lamport buffers are allocated aligned,
+    # comm_size and slot sizes are multiples of it): the hints, on word offsets and base
+    # pointers, let Triton use wide accesses.
     if WRITE:
         mine = b * comm_words + rank * slot_words
         for c in range(pid, nchunks, nprog):
             idx = offs + c * BLOCK
             m = idx < n_words
-            w = _sanitize(tl.load(x_ptr + idx, mask=m, other=0), KIND)
+            w = _sanitize(tl.load(xw + idx, mask=m, other=0), KIND)
             for p in tl.static_range(1, WORLD + 1):
-                dst = _table_ptr(ws_ptr, 2 * WORLD + (rank + p) % WORLD, tl.int32)
-                tl.store(tl.multiple_of(dst + mine, 16) + idx, w, mask=m)
+                dst = _table_ptr(ws_ptr, LAMPORT_AT + (rank + p) % WORLD, tl.int32)
+                tl.store(tl.multiple_of(dst + mine, SLOT_ALIGN) + idx, w, mask=m)
     if REDUCE:
-        own = _table_ptr(ws_ptr, 2 * WORLD + rank, tl.int32)
-        cur = tl.multiple_of(own + b * comm_words, 16)
-        prev = tl.multiple_of(own + ((b + 2) % 3) * comm_words, 16)
-        # The previous round's words per slot, rounded up to 16 bytes (inside the slot).
-        clear_words = (tl.load(lay) + 15) // 16 * 4
+        own = _table_ptr(ws_ptr, LAMPORT_AT + rank, tl.int32)
+        cur = tl.multiple_of(own + b * comm_words, SLOT_ALIGN)
+        prev = tl.multiple_of(own + ((b + ROUNDS - 1) % ROUNDS) * comm_words, SLOT_ALIGN)
+        # The previous round's words per slot, rounded up to SLOT_ALIGN (inside the slot).
+        clear_words = (tl.load(lay + L_CLEAR) + SLOT_ALIGN - 1) // SLOT_ALIGN * ALIGN_WORDS
         nclear = tl.cdiv(clear_words, BLOCK)
         timed_out = 0
         for c in range(pid, tl.maximum(nchunks, nclear), nprog):
@@ -147,7 +173,7 @@ def _lamport_allreduce_kernel(
                 acc_lo = tl.zeros([BLOCK], tl.float32)
                 acc_hi = tl.zeros([BLOCK], tl.float32)
                 for s in tl.static_range(WORLD):
-                    src = tl.multiple_of(cur + s * slot_words, 16) + idx
+                    src = tl.multiple_of(cur + s * slot_words, SLOT_ALIGN) + idx
                     w = tl.load(src, mask=m, other=0, volatile=True)
                     spins = 0
                     while (tl.max((w == EMPTY).to(tl.int32), axis=0) > 0) & (spins < max_spins):
@@ -158,16 +184,16 @@ def _lamport_allreduce_kernel(
                     lo, hi = _decode(w, KIND)
                     acc_lo += lo
                     acc_hi += hi
-                tl.store(out_ptr + idx, _encode(acc_lo, acc_hi, KIND), mask=m)
+                tl.store(ow + idx, _encode(acc_lo, acc_hi, KIND), mask=m)
             if c < nclear:
                 cm = idx < clear_words
                 for s in tl.static_range(WORLD):
-                    dst = tl.multiple_of(prev + s * slot_words, 16) + idx
+                    dst = tl.multiple_of(prev + s * slot_words, SLOT_ALIGN) + idx
                     tl.store(dst, tl.full([BLOCK], EMPTY, tl.int32), mask=cm)
         if timed_out:
-            tl.store(flag + 1, 1)
-        arrived = tl.atomic_add(flag, 1)
+            tl.store(flag + F_TIMEOUT, 1)
+        arrived = tl.atomic_add(flag + F_ARRIVED, 1)
         if arrived == nprog - 1:
-            tl.store(flag, 0)
-            tl.store(lay, n_words * 4)
-            tl.store(flag + 2, ((b + 1) % 3).to(tl.int32))
+            tl.store(flag + F_ARRIVED, 0)
+            tl.store(lay + L_CLEAR, n_words * 4)
+            tl.store(flag + F_ROUND, ((b + 1) % ROUNDS).to(tl.int32))

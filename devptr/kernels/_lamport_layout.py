@@ -121,6 +121,28 @@ class LamportLayout:
             "layout": range(3 * n + 1, 3 * n + 2),
         }
 
+    def kernel_constants(self) -> dict[str, int]:
+        """The layout facts the kernel is compiled with, as ``tl.constexpr`` keyword arguments.
+
+        Table positions (``LAMPORT_AT``: rank 0's Lamport buffer, ``FLAG_AT``, ``LAYOUT_AT``),
+        the flag and layout words, the round count, the slot alignment and the empty-slot
+        word (as a signed int32, the type the kernel compares words in). Derived from this
+        module's declarations only: the kernel carries no copy of them.
+        """
+        return {
+            "WORLD": self.world_size,
+            "LAMPORT_AT": self.section("lamport").start,
+            "FLAG_AT": self.section("flag").start,
+            "LAYOUT_AT": self.section("layout").start,
+            "F_ARRIVED": FLAG_ARRIVED,
+            "F_TIMEOUT": FLAG_TIMEOUT,
+            "F_ROUND": FLAG_ROUND,
+            "L_CLEAR": LAYOUT_CLEAR,
+            "ROUNDS": ROUNDS,
+            "SLOT_ALIGN": SLOT_ALIGN,
+            "EMPTY": SENTINEL_BITS - (1 << 32) if SENTINEL_BITS >= 1 << 31 else SENTINEL_BITS,
+        }
+
     def section(self, name: str) -> range:
         """Indices of section ``name`` (one of :data:`SECTION_NAMES`)."""
         try:

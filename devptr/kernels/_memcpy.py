@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import torch
 
 from devptr import _checked
-from devptr._errors import InvalidValueError
+from devptr._buffer import PtrBuffer
+from devptr._encoding import Encoding
+from devptr._errors import CapacityError, InvalidValueError, PtrTypeError, describe
+from devptr._sizes import SizeBuffer
+from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._checks import check_segments
+from devptr.kernels._launch import FastKernel, arg_key, table_view
 
 
 class MemmoveKind(enum.IntEnum):
@@ -18,7 +24,8 @@ class MemmoveKind(enum.IntEnum):
     NONE = 0
     """Zero bytes, or source and destination are the same address."""
     PARALLEL = 1
-    """Disjoint ranges: split over programs, 16-byte accesses when alignment allows."""
+    """Disjoint ranges: split over programs, in 16-byte accesses when source and
+    destination agree modulo 16, 4-byte words when they agree modulo 4, else bytes."""
     FORWARD = 2
     """Destination below an overlapping source: one program copies low to high."""
     BACKWARD = 3
@@ -52,6 +59,42 @@ def split_factor(n: int, device: torch.device, max_size: int | None, chunk: int 
     if max_size is not None:
         g = min(g, max(1, _cdiv(max_size, chunk)))
     return min(g, MAX_SPLIT)
+
+
+_KERNEL = FastKernel("_copy_jit", "_batch_memcpy_kernel")
+
+
+def _live(table: object) -> object:
+    return table.device_type  # type: ignore[attr-defined]  # raises once released to a pool
+
+
+def _addr_view(table: object) -> torch.Tensor:
+    return _tables.address_table(table, "table")
+
+
+def _size_view(table: object) -> torch.Tensor:
+    return _tables.size_table(table)
+
+
+def _fast_tables(
+    src: object, dst: object, sizes: object, n: int | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, torch.device] | None:
+    """The common case, checked cheaply: three devptr buffers (views remembered by
+    identity), one device, ``n`` within every capacity. None: take the general path (which
+    also produces the errors)."""
+    if type(src) is not PtrBuffer or type(dst) is not PtrBuffer or type(sizes) is not SizeBuffer:
+        return None
+    s, ds = table_view(src, _addr_view, _live)
+    d, dd = table_view(dst, _addr_view, _live)
+    z, dz = table_view(sizes, _size_view, _live)
+    if not ds == dd == dz:
+        return None
+    count = z.shape[0] if n is None else n
+    if type(count) is not int or not 0 <= count <= s.shape[0] or count > d.shape[0] or count > z.shape[0]:
+        return None
+    if n is None and not s.shape[0] == d.shape[0] == count:
+        return None
+    return s, d, z, count, ds
 
 
 def _segment_tables(
@@ -112,46 +155,148 @@ def batch_memcpy(
     Each segment has memmove semantics: when its source and destination overlap, one
     program copies it in the safe direction (decided with unsigned comparisons, correct
     for addresses at or above 2**63). Disjoint segments are split over several programs
-    and use 16-byte accesses when source and destination share their offset modulo 16.
+    and use 16-byte accesses when source and destination share their offset modulo 16,
+    4-byte words when they share it modulo 4 (head and tail bytes apart), and bytes
+    otherwise.
     Segments that overlap *each other* have no defined order. In checked mode
     (:func:`devptr.checked`) every segment is first compared with the storage extents
     recorded for its addresses and a :class:`devptr.CheckedModeError` is raised before
     launch if one would leave its storage (this reads the tables back: a device sync).
     """
-    tables, count, device = _segment_tables(src, dst, sizes, n)
+    fast = _fast_tables(src, dst, sizes, n)
+    if fast is None:
+        tables, count, device = _segment_tables(src, dst, sizes, n)
+        s, d, z = tables["src"], tables["dst"], tables["sizes"]
+    else:
+        s, d, z, count, device = fast
+    _launch_segments(
+        s, d, z, count, device, lambda: _tables.host_hint(sizes, count),
+        max_size, split, chunk, byte_chunk, num_warps,
+    )
+
+
+def batch_memcpy_table(
+    table: PtrTable,
+    n: int | None = None,
+    *,
+    max_size: int | None = None,
+    split: int | None = None,
+    chunk: int | None = None,
+    byte_chunk: int = BYTE_CHUNK,
+    num_warps: int = NUM_WARPS,
+) -> None:
+    """:func:`batch_memcpy` driven by one :class:`devptr.PtrTable` of :data:`SEGMENT_COLUMNS`.
+
+    The three tables of a batch in one record per segment (``src``, ``dst``: addresses;
+    ``size``: bytes), so preparing a batch is one ``fill`` and one ``to_device`` (one
+    host-to-device copy where three buffers need three). Reads the table's device mirror
+    when it has one (as its last ``to_device`` left it), else its host records; ``n``:
+    the first ``n`` records (default: all). Same semantics and knobs as
+    :func:`batch_memcpy`.
+    """
+    if type(table) is not PtrTable:
+        raise PtrTypeError(f"table must be a PtrTable with SEGMENT_COLUMNS (got {describe(table)})")
+    (s, d, z), device = _segment_columns(table)
+    count = table.capacity if n is None else n
+    if type(count) is not int or not 0 <= count <= table.capacity:
+        raise CapacityError(f"n must be an int in [0, {table.capacity}] (got {describe(n)})")
+
+    def hint() -> int | None:
+        return int(table.column("size")[:count].max()) if count else 0
+
+    _launch_segments(s, d, z, count, device, hint, max_size, split, chunk, byte_chunk, num_warps)
+
+
+SEGMENT_COLUMNS: tuple[tuple[str, Column], ...] = (
+    ("src", Column.PTR),
+    ("dst", Column.PTR),
+    ("size", Column.INT),
+)
+"""Columns of a :func:`batch_memcpy_table` table: ``PtrTable(n, SEGMENT_COLUMNS, device=...)``."""
+
+_COLUMNS: dict[int, tuple[PtrTable, tuple[torch.Tensor, torch.Tensor, torch.Tensor], torch.device]] = {}
+
+
+def _segment_columns(
+    table: PtrTable,
+) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], torch.device]:
+    """The three column views of a segment table (checked and made once per table)."""
+    hit = _COLUMNS.get(id(table))
+    if hit is not None and hit[0] is table:
+        return hit[1], hit[2]
+    if list(table.columns.items()) != list(SEGMENT_COLUMNS):
+        want = [c for c, _ in SEGMENT_COLUMNS]
+        raise PtrTypeError(f"table columns must be {want} (got {list(table.columns)})")
+    t = table.device(Encoding.I64) if table.device_type is not None else table.host(Encoding.I64)
+    cols = (t[:, 0], t[:, 1], t[:, 2])
+    if len(_COLUMNS) >= 64:
+        _COLUMNS.clear()
+    _COLUMNS[id(table)] = (table, cols, t.device)
+    return cols, t.device
+
+
+def _launch_segments(
+    s: torch.Tensor,
+    d: torch.Tensor,
+    z: torch.Tensor,
+    count: int,
+    device: torch.device,
+    host_hint: Callable[[], int | None],
+    max_size: int | None,
+    split: int | None,
+    chunk: int | None,
+    byte_chunk: int,
+    num_warps: int,
+) -> None:
+    """Check the knobs, pick the launch configuration and launch (tables already checked)."""
     if chunk is not None and (type(chunk) is not int or chunk < 256 or chunk & (chunk - 1)):
         raise InvalidValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
-    if type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1):
+    if byte_chunk != BYTE_CHUNK and (
+        type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1)
+    ):
         raise InvalidValueError(f"byte_chunk must be a power of two >= 16 (got {byte_chunk!r})")
     if _checked.ENABLED:
-        check_segments(tables["src"][:count], tables["dst"][:count], tables["sizes"][:count])
+        check_segments(s[:count], d[:count], z[:count])
     if count == 0:
         return
-    jit = _runtime.jit_module("_copy_jit")
-    _runtime.check_launch_device(device, jit)
+    if device.type != "cuda":
+        _runtime.check_launch_device(device, _KERNEL.jit_module())
     hint: int | None = None
     if split is None or chunk is None:
-        hint = max_size if max_size is not None else _tables.host_hint(sizes, count)
+        hint = max_size if max_size is not None else host_hint()
     if chunk is None:
         chunk = CHUNK if hint is None else max(MIN_CHUNK, min(CHUNK, 1 << max(hint - 1, 1).bit_length()))
     if split is None:
         split = split_factor(count, device, hint, chunk)
     elif type(split) is not int or not 1 <= split <= 65535:
         raise InvalidValueError(f"split must be an int in [1, 65535] (got {split!r})")
-    s, d, z = tables["src"], tables["dst"], tables["sizes"]
-    with _runtime.on_device(device):
-        jit._batch_memcpy_kernel[(count, split)](
-            s,
-            d,
-            z,
-            s.stride(0),
-            d.stride(0),
-            z.stride(0),
-            split,
-            CHUNK=chunk,
-            BYTE_CHUNK=byte_chunk,
-            num_warps=num_warps,
-        )
+    ss, ds, zs = s.stride(0), d.stride(0), z.stride(0)
+    sp, dp, zp = s.data_ptr(), d.data_ptr(), z.data_ptr()
+    key = (
+        device.index,
+        s.dtype,
+        d.dtype,
+        z.dtype,
+        not sp & 15,
+        not dp & 15,
+        not zp & 15,
+        arg_key(ss),
+        arg_key(ds),
+        arg_key(zs),
+        arg_key(split),
+        chunk,
+        byte_chunk,
+        num_warps,
+    )
+    _KERNEL.launch(
+        device,
+        (count, split, 1),
+        key,
+        (s, d, z, ss, ds, zs, split),
+        {"CHUNK": chunk, "BYTE_CHUNK": byte_chunk},
+        num_warps,
+        (sp, dp, zp, ss, ds, zs, split),
+    )
 
 
 def memmove_kinds(src: object, dst: object, sizes: object, n: int | None = None) -> torch.Tensor:

@@ -21,11 +21,13 @@ import enum
 
 import torch
 
+from devptr._buffer import PtrBuffer
 from devptr._convert import index_value, uint_value
 from devptr._encoding import Encoding
 from devptr._errors import CapacityError, InvalidValueError, LengthMismatchError, PtrTypeError, describe
 from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
+from devptr.kernels._launch import FastKernel, arg_key, table_view
 from devptr.kernels._memcpy import BYTE_CHUNK, CHUNK, NUM_WARPS
 
 
@@ -54,6 +56,13 @@ STATE_META_COLUMNS: tuple[tuple[str, Column], ...] = tuple(
 """``PtrTable`` columns for :class:`StateMeta`: ``PtrTable(n, STATE_META_COLUMNS, ...)``."""
 
 _INT_DTYPES = (torch.int32, torch.int64)
+_KERNEL = FastKernel("_state_jit", "_copy_state_blocks_kernel")
+
+_META_CONSTANTS: dict[str, int] = {
+    "NCOLS": len(StateMeta),
+    **{f"COL_{m.name}": int(m) for m in StateMeta},
+}
+"""The :class:`StateMeta` columns as the kernel's constexprs (the kernel holds no copy)."""
 
 
 def _meta_tensor(meta: object) -> torch.Tensor:
@@ -68,6 +77,21 @@ def _meta_tensor(meta: object) -> torch.Tensor:
             raise PtrTypeError(f"state_meta must be contiguous [num_states, {len(StateMeta)}] int64")
         return meta
     raise PtrTypeError(f"state_meta must be a PtrTable or a 2-D int64 tensor (got {describe(meta)})")
+
+
+def _no_check(table: object) -> None:
+    return None
+
+
+def _live(table: object) -> object:
+    return table.device_type  # type: ignore[attr-defined]  # raises once released to a pool
+
+
+def _address_table(table: object, where: str) -> torch.Tensor:
+    """:func:`_tables.address_table`, remembered by identity for PtrBuffers."""
+    if type(table) is PtrBuffer:
+        return table_view(table, lambda t: _tables.address_table(t, where), _live)[0]
+    return _tables.address_table(table, where)
 
 
 def _index_table(t: object, where: str) -> torch.Tensor:
@@ -122,9 +146,12 @@ def copy_state_blocks(
     PtrTable arguments contribute their device mirrors (as their last ``to_device`` left
     them) when they have one.
     """
-    bases = _tables.address_table(state_base_addrs, "state_base_addrs")
-    meta = _meta_tensor(state_meta)
-    tables_ptrs = _tables.address_table(block_table_ptrs, "block_table_ptrs")
+    bases = _address_table(state_base_addrs, "state_base_addrs")
+    if type(state_meta) is PtrTable:  # checked once, then remembered by identity
+        meta = table_view(state_meta, _meta_tensor, _no_check)[0]
+    else:
+        meta = _meta_tensor(state_meta)
+    tables_ptrs = _address_table(block_table_ptrs, "block_table_ptrs")
     src_c = _index_table(src_cols, "src_cols")
     dst_c = _index_table(dst_cols, "dst_cols")
     bias_c = _index_table(token_biases, "token_biases")
@@ -152,23 +179,26 @@ def copy_state_blocks(
     num_states = int(bases.shape[0])
     if num_reqs == 0 or num_states == 0:
         return
-    jit = _runtime.jit_module("_state_jit")
-    _runtime.check_launch_device(device, jit)
-    with _runtime.on_device(device):
-        jit._copy_state_blocks_kernel[(num_reqs, num_states, tiles)](
-            src_c,
-            dst_c,
-            bias_c,
-            per_req.get("idx_mapping", src_c),
-            tables_ptrs,
-            block_table_stride,
-            bases,
-            meta,
-            HAS_IDX_MAPPING=idx_mapping is not None,
-            SKIP_SAME_BLOCK=skip_same_block,
-            NCOLS=len(StateMeta),
-            CHUNK=chunk,
-            BYTE_CHUNK=byte_chunk,
-            ROW_BLOCK=128,
-            num_warps=num_warps,
-        )
+    if device.type != "cuda":
+        _runtime.check_launch_device(device, _KERNEL.jit_module())
+    args = (
+        src_c,
+        dst_c,
+        bias_c,
+        per_req.get("idx_mapping", src_c),
+        tables_ptrs,
+        block_table_stride,
+        bases,
+        meta,
+    )
+    meta_kw = {
+        "HAS_IDX_MAPPING": idx_mapping is not None,
+        "SKIP_SAME_BLOCK": skip_same_block,
+        **_META_CONSTANTS,
+        "CHUNK": chunk,
+        "BYTE_CHUNK": byte_chunk,
+        "ROW_BLOCK": 128,
+    }
+    key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
+    raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
+    _KERNEL.launch(device, (num_reqs, num_states, tiles), key, args, meta_kw, num_warps, raw)

@@ -47,11 +47,22 @@ def _copy_state_blocks_kernel(
     HAS_IDX_MAPPING: tl.constexpr,
     SKIP_SAME_BLOCK: tl.constexpr,
     NCOLS: tl.constexpr,
+    COL_BLOCK_STRIDE: tl.constexpr,
+    COL_CONV_WIDTH: tl.constexpr,
+    COL_TOKEN_BYTES: tl.constexpr,
+    COL_COPY_BYTES: tl.constexpr,
+    COL_ROWS: tl.constexpr,
+    COL_ROW_STRIDE: tl.constexpr,
+    COL_GROUP: tl.constexpr,
     CHUNK: tl.constexpr,
     BYTE_CHUNK: tl.constexpr,
     ROW_BLOCK: tl.constexpr,
 ):
-    """Grid ``(num_reqs, num_states, tiles)``; see :func:`copy_state_blocks`."""
+    """Grid ``(num_reqs, num_states, tiles)``; see :func:`copy_state_blocks`.
+
+    ``state_meta_ptr`` rows hold ``NCOLS`` int64 words; ``COL_*`` name the columns (the
+    :class:`StateMeta` declaration, passed in by the launcher).
+    """
     r = tl.program_id(0)
     s = tl.program_id(1).to(tl.int64)
     t = tl.program_id(2)
@@ -71,13 +82,13 @@ def _copy_state_blocks_kernel(
         if not skip:
             base = tl.load(state_base_addrs_ptr + s).to(tl.uint64, bitcast=True)
             meta = state_meta_ptr + s * NCOLS
-            block_stride = tl.load(meta + 0).to(tl.int64)
-            conv_width = tl.load(meta + 1).to(tl.int64)
-            token_bytes = tl.load(meta + 2).to(tl.int64)
-            copy_bytes = tl.load(meta + 3).to(tl.int64)
-            rows = tl.load(meta + 4).to(tl.int64)
-            row_stride = tl.load(meta + 5).to(tl.int64)
-            group = tl.load(meta + 6).to(tl.int64)
+            block_stride = tl.load(meta + COL_BLOCK_STRIDE).to(tl.int64)
+            conv_width = tl.load(meta + COL_CONV_WIDTH).to(tl.int64)
+            token_bytes = tl.load(meta + COL_TOKEN_BYTES).to(tl.int64)
+            copy_bytes = tl.load(meta + COL_COPY_BYTES).to(tl.int64)
+            rows = tl.load(meta + COL_ROWS).to(tl.int64)
+            row_stride = tl.load(meta + COL_ROW_STRIDE).to(tl.int64)
+            group = tl.load(meta + COL_GROUP).to(tl.int64)
             table = tl.load(block_table_ptrs + group).to(tl.uint64, bitcast=True)
             bt = table.to(tl.pointer_type(tl.int32)) + req * block_table_stride
             dst_block = tl.load(bt + dst_col).to(tl.int64)

@@ -15,21 +15,24 @@ clear included, finished.
 
 from __future__ import annotations
 
+import weakref
 from typing import Final, Literal, Protocol
 
 import torch
 
 from devptr._convert import positive_int
-from devptr._errors import InvalidValueError, LengthMismatchError, PtrTypeError, describe
+from devptr._errors import InvalidValueError, LengthMismatchError, PtrTypeError, StateError, describe
 from devptr.kernels import _runtime
 from devptr.kernels._lamport_layout import LamportLayout
+from devptr.kernels._launch import FastKernel, arg_key
 
 
 class LamportTableOwner(Protocol):
     """What the kernel reads from a workspace (:class:`devptr.adapters.lamport.LamportWorkspace`).
 
     The table layout is :class:`LamportLayout`, declared in :mod:`devptr.kernels._lamport_layout`
-    (the kernel's ABI); the adapter builds a table in that layout.
+    (the kernel's ABI); the adapter builds a table in that layout. ``workspace`` raises once
+    the owner is ``closed``.
     """
 
     @property
@@ -42,12 +45,17 @@ class LamportTableOwner(Protocol):
     def layout(self) -> LamportLayout: ...
     @property
     def max_message_bytes(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+
 
 _KINDS: Final = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _PHASES: Final = {"both": (True, True), "write": (True, False), "reduce": (False, True)}
 
 DEFAULT_MAX_SPINS: Final = 1 << 24
 """Re-reads of one chunk of one slot before a kernel gives up (seconds on a GPU)."""
+
+_KERNEL: Final = FastKernel("_lamport_jit", "_lamport_allreduce_kernel")
 
 
 def _warps(block: int) -> int:
@@ -64,9 +72,158 @@ def _block_for(n_words: int, programs: int) -> tuple[int, int]:
     return block, _warps(block)
 
 
-def _words(t: torch.Tensor) -> torch.Tensor:
-    """A contiguous tensor's bytes as int32 words (zero-copy; 4-byte aligned)."""
-    return t.view(-1).view(torch.int32)
+class _Call:
+    """One call signature of a workspace (dtype, shape, phase, knobs), checked once."""
+
+    __slots__ = ("grid", "key", "meta", "n_words", "odd", "scalars", "warps")
+
+    def __init__(
+        self,
+        n_words: int,
+        odd: bool,
+        grid: tuple[int, int, int],
+        warps: int,
+        meta: dict[str, int | bool],
+        scalars: tuple[int, ...],
+        key: tuple[object, ...],
+    ) -> None:
+        self.n_words = n_words
+        self.odd = odd
+        self.grid = grid
+        self.warps = warps
+        self.meta = meta
+        self.scalars = scalars
+        self.key = key
+
+
+class _Plan:
+    """What one workspace contributes to every launch, checked once when first seen.
+
+    Holds the device table (a view the workspace owns), the layout constexprs and the
+    launch configurations already derived (by words, block, programs). Looked up by the
+    workspace's identity, and dropped when the workspace is garbage-collected.
+    """
+
+    __slots__ = (
+        "calls",
+        "configs",
+        "device",
+        "index",
+        "is_cuda",
+        "key",
+        "max_bytes",
+        "meta",
+        "owner",
+        "rank",
+        "scalars",
+        "sms",
+        "table",
+        "table_addr",
+    )
+
+    def __init__(self, ws: LamportTableOwner) -> None:
+        self.owner = weakref.ref(ws)
+        self.table = ws.workspace  # raises when closed
+        self.table_addr = self.table.data_ptr()
+        dev = ws.device
+        self.device = dev
+        self.index = dev.index
+        self.is_cuda = dev.type == "cuda"
+        layout = ws.layout
+        self.rank = ws.rank
+        self.max_bytes = ws.max_message_bytes
+        self.meta = layout.kernel_constants()
+        self.scalars = (layout.comm_size // 4, layout.slot_bytes // 4)
+        self.sms = _runtime.multiprocessor_count(dev)
+        self.configs: dict[tuple[int, int | None, int | None], tuple[int, int, int]] = {}
+        self.calls: dict[tuple[object, ...], _Call] = {}
+        self.key = (  # what this workspace adds to the launch signature
+            dev.type,
+            dev.index,
+            tuple(self.meta.items()),
+            arg_key(self.table),
+            *(arg_key(v) for v in (self.rank, *self.scalars)),
+        )
+
+    def elsewhere(self, t: torch.Tensor) -> bool:
+        """Whether ``t`` is not on the workspace's device (cheap on CUDA: no device object)."""
+        if self.is_cuda:
+            return not t.is_cuda or t.get_device() != self.index
+        return t.device != self.device
+
+    def prepare(
+        self,
+        x: torch.Tensor,
+        ws: LamportTableOwner,
+        phase: str,
+        max_spins: int,
+        block: int | None,
+        num_programs: int | None,
+    ) -> _Call:
+        """Check a call's dtype, size and knobs once, and keep what its launch needs."""
+        kind = _KINDS.get(x.dtype)
+        if kind is None:
+            raise PtrTypeError(
+                f"lamport_allreduce takes a float32, float16 or bfloat16 tensor (got {describe(x)})"
+            )
+        phases = _PHASES.get(phase)
+        if phases is None:
+            raise InvalidValueError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
+        positive_int(max_spins, "max_spins")
+        nbytes = x.numel() * x.element_size()
+        if nbytes > self.max_bytes:
+            raise InvalidValueError(
+                f"x has {nbytes} bytes; this workspace's slots hold {self.max_bytes} "
+                f"(comm_size {ws.layout.comm_size} for {ws.layout.world_size} ranks)"
+            )
+        n_words = -(-nbytes // 4)
+        grid, blk, warps = self.config(max(n_words, 1), block, num_programs)
+        write, reduce = phases
+        meta = {**self.meta, "KIND": kind, "WRITE": write, "REDUCE": reduce, "BLOCK": blk}
+        scalars = (self.rank, n_words, *self.scalars, max_spins)
+        key = (self.key, kind, phase, blk, warps, arg_key(n_words), arg_key(max_spins))
+        call = _Call(n_words, nbytes % 4 != 0, (grid, 1, 1), warps, meta, scalars, key)
+        if len(self.calls) >= 256:
+            self.calls.clear()
+        self.calls[(x.dtype, x.shape, phase, max_spins, block, num_programs)] = call
+        return call
+
+    def config(self, n_words: int, block: int | None, num_programs: int | None) -> tuple[int, int, int]:
+        """(grid, BLOCK, num_warps) for a message of ``n_words`` words, validated once."""
+        key = (n_words, block, num_programs)
+        got = self.configs.get(key)
+        if got is not None:
+            return got
+        if block is None:
+            blk, warps = _block_for(n_words, num_programs or self.sms)
+        else:
+            if positive_int(block, "block", 16) & (block - 1):
+                raise InvalidValueError(f"block must be a power of two >= 16 (got {block})")
+            blk, warps = block, _warps(block)
+        # Programs loop over chunks, so any grid is correct (a larger previous round is
+        # cleared in more steps); at most one program per multiprocessor keeps every
+        # program resident, which a kernel that waits on its peers needs.
+        grid = num_programs if num_programs is not None else min(-(-n_words // blk), self.sms)
+        positive_int(grid, "num_programs")
+        got = self.configs[key] = (grid, blk, warps)
+        return got
+
+
+_PLANS: dict[int, _Plan] = {}
+
+
+def _plan_for(ws: object) -> _Plan:
+    plan = _PLANS.get(id(ws))
+    if plan is not None and plan.owner() is ws:
+        return plan
+    if not isinstance(getattr(type(ws), "layout", None), property) or not hasattr(type(ws), "closed"):
+        raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(ws)})")
+    owner: LamportTableOwner = ws  # type: ignore[assignment]
+    plan = _Plan(owner)
+    key = id(ws)
+    weakref.finalize(ws, _PLANS.pop, key, None)
+    _PLANS[key] = plan
+    return plan
 
 
 def lamport_allreduce(
@@ -116,83 +273,55 @@ def lamport_allreduce(
     non-contiguous ``x``, or a 16-bit ``x`` with an odd number of elements, is first
     copied (padded to whole 32-bit words). Stream-ordered on the current stream; no host
     synchronisation, so calls can be captured in a CUDA graph.
+
+    Host cost: the workspace is checked once, when first passed (its table, layout and
+    device are kept, looked up by identity; closing it is still caught on every call), a
+    launch configuration is derived once per message size, and the compiled kernel is
+    launched directly (:class:`devptr.kernels._launch.FastKernel`). With ``out`` given, a
+    call allocates nothing.
     """
-    kind = _KINDS.get(x.dtype) if isinstance(x, torch.Tensor) else None
-    if kind is None:
+    plan = _plan_for(workspace)
+    if workspace.closed:
+        _PLANS.pop(id(workspace), None)
+        workspace.workspace  # noqa: B018 -- raises the owner's own "closed" error
+        raise StateError("this Lamport workspace is closed")
+    if not isinstance(x, torch.Tensor):
         raise PtrTypeError(
             f"lamport_allreduce takes a float32, float16 or bfloat16 tensor (got {describe(x)})"
         )
-    if not isinstance(getattr(type(workspace), "layout", None), property):
-        raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(workspace)})")
-    if phase not in _PHASES:
-        raise InvalidValueError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
-    table = workspace.workspace  # raises WorkspaceClosedError when closed
-    if x.device != workspace.device:
-        raise InvalidValueError(f"x is on {x.device}, the workspace on {workspace.device}")
-    nbytes = x.numel() * x.element_size()
-    if nbytes > workspace.max_message_bytes:
-        raise InvalidValueError(
-            f"x has {nbytes} bytes; this workspace's slots hold {workspace.max_message_bytes} "
-            f"(comm_size {workspace.layout.comm_size} for {workspace.layout.world_size} ranks)"
-        )
+    if type(max_spins) is not int:
+        positive_int(max_spins, "max_spins")
+    call = plan.calls.get((x.dtype, x.shape, phase, max_spins, block, num_programs))
+    if call is None:
+        call = plan.prepare(x, workspace, phase, max_spins, block, num_programs)
+    if plan.elsewhere(x):
+        raise InvalidValueError(f"x is on {x.device}, the workspace on {plan.device}")
     if out is None:
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
-    elif out.shape != x.shape or out.dtype != x.dtype or out.device != x.device:
+    elif out.dtype != x.dtype or out.shape != x.shape or plan.elsewhere(out):
         raise LengthMismatchError(
             f"out must match x: {tuple(x.shape)} {x.dtype} on {x.device} "
             f"(got {tuple(out.shape)} {out.dtype} on {out.device})"
         )
     elif not out.is_contiguous():
         raise InvalidValueError("out must be contiguous")
-    positive_int(max_spins, "max_spins")
-    if x.numel() == 0:
+    if call.n_words == 0:
         return out
 
     src = x if x.is_contiguous() else x.contiguous()
     dst = out
-    if nbytes % 4 or src.data_ptr() % 4 or out.data_ptr() % 4:
+    xp, op = src.data_ptr(), dst.data_ptr()
+    if call.odd or (xp | op) & 3:
         # 16-bit data of an odd length (or misaligned): go through padded word buffers.
-        pad = (-x.numel()) % (4 // x.element_size())
+        numel = x.numel()
+        pad = (-numel) % (4 // x.element_size())
         src = torch.cat([src.view(-1), src.new_zeros(pad)])
         dst = torch.empty_like(src)
-    xw, ow = _words(src), _words(dst)
-    n_words = xw.numel()
-
-    dev = workspace.device
-    jit = _runtime.jit_module("_lamport_jit")
-    _runtime.check_launch_device(dev, jit)
-    sms = _runtime.multiprocessor_count(dev)
-    if block is None:
-        blk, warps = _block_for(n_words, num_programs or sms)
-    else:
-        if positive_int(block, "block", 16) & (block - 1):
-            raise InvalidValueError(f"block must be a power of two >= 16 (got {block})")
-        blk, warps = block, _warps(block)
-    chunks = -(-n_words // blk)
-    layout = workspace.layout
-    # Programs loop over chunks, so any grid is correct (a larger previous round is cleared
-    # in more steps); at most one program per multiprocessor keeps every program resident,
-    # which a kernel that waits on its peers needs.
-    grid = num_programs if num_programs is not None else min(chunks, sms)
-    positive_int(grid, "num_programs")
-    write, reduce = _PHASES[phase]
-    with _runtime.on_device(dev):
-        jit._lamport_allreduce_kernel[(grid,)](
-            table,
-            xw,
-            ow,
-            workspace.rank,
-            n_words,
-            layout.comm_size // 4,
-            layout.slot_bytes // 4,
-            max_spins,
-            WORLD=layout.world_size,
-            KIND=_KINDS[x.dtype],
-            WRITE=write,
-            REDUCE=reduce,
-            BLOCK=blk,
-            num_warps=warps,
-        )
-    if dst is not out and reduce:
+        xp, op = src.data_ptr(), dst.data_ptr()
+    args = (plan.table, src, dst, *call.scalars)
+    raw = (plan.table_addr, xp, op, *call.scalars)
+    key = (call.key, not xp & 15, not op & 15)
+    _KERNEL.launch(plan.device, call.grid, key, args, call.meta, call.warps, raw)
+    if dst is not out and call.meta["REDUCE"]:
         out.view(-1).copy_(dst[: x.numel()])
     return out

@@ -46,6 +46,10 @@ class AddressOverflowError(PtrTableError, OverflowError):
     """Address arithmetic left [0, 2**64)."""
 
 
+class StateError(PtrTableError, RuntimeError):
+    """The object is not in the state the call needs (no device mirror)."""
+
+
 class CapacityError(PtrTableError, IndexError):
     """An index or count outside a table's capacity."""
 
@@ -332,7 +336,7 @@ class PtrBuffer:
 
     def device(self, encoding: Encoding | None = None) -> torch.Tensor:
         if self._mirror is None:
-            raise PtrTableError("this buffer has no device mirror: construct it with device=...")
+            raise StateError("this buffer has no device mirror: construct it with device=...")
         enc = encoding if encoding is not None else encoding_for(self._device)
         return self._mirror.view(enc.torch_dtype)
 
@@ -366,6 +370,7 @@ __all__ = [
     "PtrBuffer",
     "PtrTableError",
     "PtrTypeError",
+    "StateError",
     "addresses",
     "configure",
     "encoding_for",

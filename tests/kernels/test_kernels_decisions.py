@@ -110,8 +110,15 @@ def test_checked_mode_refuses_out_of_storage_segments(kernel_device: torch.devic
             batch_memcpy(src_t[:1], dst_t[:1], torch.tensor([-1]).to(kernel_device))
     assert torch.equal(b[:64], a[:64]) and torch.equal(b[100:164], a[100:164])
     assert bool((b[64:100] == 0xA5).all()) and bool((b[200:] == 0xA5).all())
-    # off: the same out-of-storage table is not inspected (the kernel would run)
+    # off: the same out-of-storage segment is not inspected: no error, the kernel runs and
+    # copies (its 57th byte comes from past ``a``'s 256 bytes, inside the allocator's block)
     assert not devptr._checked.ENABLED
+    c = torch.full((512,), 0xA5, dtype=torch.uint8, device=kernel_device)
+    dst_c = PtrBuffer(1)
+    dst_c.fill(0, [DevicePtr.of(c)])
+    batch_memcpy(src_t[2:3], dst_c.host().to(kernel_device), torch.tensor([57]).to(kernel_device))
+    assert torch.equal(c[:56], a[200:])
+    assert bool((c[57:] == 0xA5).all())
 
 
 def test_importing_kernels_without_triton_fails_only_on_use(tmp_path: object) -> None:

@@ -13,6 +13,7 @@ pytest.importorskip("triton")
 
 from devptr import (
     CapacityError,
+    Column,
     DevicePtr,
     Encoding,
     LengthMismatchError,
@@ -54,6 +55,30 @@ def test_random_segments_match_torch(seed: int, kernel_device: torch.device) -> 
     src, dst, sz = _tables(src_mem, dst_mem, plan.src_offs, plan.dst_offs, plan.sizes, kernel_device)
     # small steps and a forced split exercise full steps, remainders and several programs
     batch_memcpy(src, dst, sz, chunk=1024, byte_chunk=256, split=[1, 2, 3, 5, 4][seed])
+    assert torch.equal(dst_mem, want)
+
+
+@pytest.mark.parametrize("shift", [0, 8, 24, 4, 12, 2, 1, 7])  # agree mod 16, 8, 4, 2, none
+@pytest.mark.parametrize("base", [0, 3])
+def test_every_alignment_class_copies_exactly(shift: int, base: int, kernel_device: torch.device) -> None:
+    # 4093-byte segments whose sources and destinations agree modulo 16, 8 or 4 (the word
+    # paths, with head and tail bytes) or not even modulo 4 (the byte path); split over
+    # programs with remainders (chunk 1024, split 3).
+    sizes = [4093, 4093, 1, 7, 4093 * 2 + 5]
+    src_offs, dst_offs, s, d = [], [], base, base + shift
+    for z in sizes:
+        src_offs.append(s)
+        dst_offs.append(d)
+        s += z + 16
+        d += z + 16
+    g = torch.Generator().manual_seed(shift)
+    src_mem = torch.randint(0, 256, (s + 64,), dtype=torch.uint8, generator=g).to(kernel_device)
+    dst_mem = torch.full((d + 64,), 0xA5, dtype=torch.uint8, device=kernel_device)
+    want = dst_mem.clone()
+    for so, do, z in zip(src_offs, dst_offs, sizes, strict=True):
+        want[do : do + z] = src_mem[so : so + z]
+    src, dst, sz = _tables(src_mem, dst_mem, src_offs, dst_offs, sizes, kernel_device)
+    batch_memcpy(src, dst, sz, chunk=1024, split=3)
     assert torch.equal(dst_mem, want)
 
 
@@ -190,3 +215,51 @@ def test_size_buffer_rejects_bad_counts() -> None:
     sz[0] = 5
     assert sz.numpy().tolist() == [5, 7, 9, 0]
     assert sz[2] == 9
+
+
+def test_segment_table_one_upload(kernel_device: torch.device) -> None:
+    # the three tables as one PtrTable (src, dst, size records): one fill, one to_device
+    from devptr import PtrTable
+    from devptr.kernels import SEGMENT_COLUMNS, batch_memcpy_table
+
+    plan = random_plan(11)
+    src_mem, dst_mem = arenas(plan, kernel_device, 11)
+    want = reference(plan, src_mem, dst_mem)
+    n = len(plan.sizes)
+    dev = kernel_device if kernel_device.type != "cpu" else None
+    table = PtrTable(n + 2, SEGMENT_COLUMNS, device=dev)
+    srcs = [src_mem[o : o + max(z, 1)] for o, z in zip(plan.src_offs, plan.sizes, strict=True)]
+    dsts = [dst_mem[o : o + max(z, 1)] for o, z in zip(plan.dst_offs, plan.sizes, strict=True)]
+    table.fill(0, src=srcs, dst=dsts, size=plan.sizes)
+    if dev is not None:
+        table.to_device(n)
+    batch_memcpy_table(table, n, chunk=1024, split=2)
+    assert torch.equal(dst_mem, want)
+    batch_memcpy_table(table, n)  # again, through the remembered views: same bytes
+    assert torch.equal(dst_mem, want)
+    with pytest.raises(CapacityError):
+        batch_memcpy_table(table, n + 3)
+    with pytest.raises(PtrTypeError):
+        batch_memcpy_table(PtrTable(2, {"a": Column.PTR}), 1)
+
+
+def test_a_buffer_released_to_its_pool_is_refused_after_a_launch(kernel_device: torch.device) -> None:
+    # the launcher remembers buffer views by identity; a released buffer must still raise
+    from devptr import PtrBufferPool, StaleBufferError
+
+    dev = kernel_device if kernel_device.type != "cpu" else None
+    pool = PtrBufferPool(4, device=dev)
+    a = torch.arange(64, dtype=torch.uint8, device=kernel_device)
+    b = torch.zeros(64, dtype=torch.uint8, device=kernel_device)
+    src, dst = pool.acquire(1), pool.acquire(1)
+    src[0], dst[0] = DevicePtr.of(a), DevicePtr.of(b)
+    sz = SizeBuffer(1, device=dev)
+    sz[0] = 64
+    for t in (src, dst, sz):
+        if dev is not None:
+            t.to_device()
+    batch_memcpy(src, dst, sz)
+    assert torch.equal(a, b)
+    pool.release(dst)
+    with pytest.raises(StaleBufferError):
+        batch_memcpy(src, dst, sz)

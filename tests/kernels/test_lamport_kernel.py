@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 
+pytest.importorskip("triton")
+
 from devptr import Encoding, PtrTypeError
 from devptr._errors import DevPtrError, InvalidValueError, LengthMismatchError
 from devptr.adapters.lamport import (
@@ -219,3 +221,30 @@ def test_launcher_validates_before_launching() -> None:
     ws.close()
     with pytest.raises(WorkspaceClosedError):
         lamport_allreduce(x, ws)
+
+
+def test_checks_still_run_once_a_call_is_remembered() -> None:
+    """A call signature is checked once and remembered; the per-call checks stay."""
+    group = local_group(2, 2 * 256, device=_device())
+    ws = group[0]
+    xs = [torch.full((16,), 1.0 + r, device=_device()) for r in range(2)]
+    assert torch.equal(_round(group, xs)[0], torch.full((16,), 3.0, device=_device()))
+    flag = ws.flag_buffer.tolist()
+    x = xs[0]
+    with pytest.raises(LengthMismatchError, match="out must match"):
+        lamport_allreduce(x, ws, out=torch.ones(16, dtype=torch.float16, device=_device()))
+    with pytest.raises(InvalidValueError, match="contiguous"):
+        lamport_allreduce(x, ws, out=torch.ones(32, device=_device())[::2])
+    with pytest.raises(PtrTypeError, match="max_spins"):
+        lamport_allreduce(x, ws, max_spins=True)
+    if interpreting():
+        with pytest.raises(DevPtrError, match="is on"):
+            lamport_allreduce(x.to("meta"), ws)
+    assert ws.flag_buffer.tolist() == flag  # nothing ran
+    for w in group:
+        w.close()
+    with pytest.raises(WorkspaceClosedError):
+        lamport_allreduce(x, ws, phase="write")
+    # a new workspace (perhaps at the same address) is checked afresh and sums its own data
+    group2 = local_group(2, 2 * 512, device=_device())
+    assert torch.equal(_round(group2, [x * 5, x * 7])[1], torch.full((16,), 12.0, device=_device()))
