@@ -1,39 +1,46 @@
-"""Host-side cost of preparing the Mamba copy tables: devptr adapter vs vLLM's way.
+"""Host cost of the Mamba adapter's real path against the numpy-view floor and vLLM's way.
 
 One step = collect the copies of ``REQS`` requests of a 36-layer hybrid model (a conv
 window state of 48 KiB and a temporal state of 2 MiB per layer and block: 72 x 48 KiB +
-72 x 2 MiB for two requests) and move the tables to the device.
+72 x 2 MiB for two requests, 144 segments) and upload the tables. Timed side by side
+(``benchmarks/_harness.py``, ``host_interleaved``: the ways take turns in every round):
 
-- ``vllm_way``: vLLM v0.33's design, re-implemented here: per entry, the copy function
-  indexes the state tensor (``state[blk, off:]``, ``data_ptr()``, ``numel()``), then three
-  numpy scalar writes into pinned buffers; three host-to-device copies.
-- ``vllm_writes_only``: the same writes and copies with every address precomputed (the
-  floor of that design: only the per-element writes and the copies).
-- ``devptr``: :func:`devptr.adapters.mamba_copy.collect_mamba_copy_meta` (vectorised) and
-  one ``to_device`` per table.
+- ``numpy_floor``: the source/destination views already made (``state[blk, bias:]``,
+  ``state[blk]``), slice writes of their ``data_ptr()``/``nbytes`` lists into pinned numpy
+  views + three ``copy_(non_blocking=True)`` (as in ``bench_kernels_host.py``);
+- ``vllm_way``: vLLM v0.33's ``collect_mamba_copy_meta`` design, re-implemented here: per
+  entry, the copy function indexes the state tensor, then three numpy scalar writes into
+  pinned buffers; three host-to-device copies;
+- ``adapter``: :func:`devptr.adapters.mamba_copy.collect_mamba_copy_meta` per request and
+  the adapter's upload (one ``PtrTable.to_device`` of src/dst/size records; a tree whose
+  adapter still has three buffers -- e.g. an older devptr on ``PYTHONPATH`` -- uploads
+  three, so the same file gives the before/after).
 
-Timed on the host clock, median of ``ITERS`` steps, each ending with a device sync so the
-copies are complete. Run: ``PYTHONPATH=. python benchmarks/bench_mamba_host.py --out DIR``.
+The tables of all three ways are compared entry by entry first. Without a GPU the device
+tables are CPU tensors (the numbers then measure the host work plus three or one CPU
+copies). Run: ``PYTHONPATH=. python benchmarks/bench_mamba_host.py --out DIR``
+(``--quick``: small tensors, few rounds, Triton interpreter).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).parent))
 QUICK = "--quick" in sys.argv
 if QUICK:
     import os
 
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import _harness as H  # noqa: E402
 
 from devptr.adapters.mamba_copy import (  # noqa: E402
     MambaCopyBuffers,
@@ -46,7 +53,6 @@ from devptr.adapters.mamba_copy import (  # noqa: E402
 LAYERS = 36
 REQS = 2
 BLOCKS = 6
-ITERS = 200
 
 
 def model(device: torch.device, quick: bool) -> tuple[list[list[str]], dict[str, Any], dict[str, Any]]:
@@ -107,90 +113,103 @@ def requests() -> list[tuple[list[list[int]], int, int, int]]:
     return [([[0, 1, 2, 3]], 0, 1, 1), ([[4, 5, 2, 1]], 0, 1, 0)][:REQS]
 
 
-def time_steps(step: Callable[[], None], device: torch.device, iters: int) -> float:
-    for _ in range(10):
-        step()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        step()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e6
+def vllm_views(groups, ctx, reqs) -> tuple[list[torch.Tensor], list[torch.Tensor]]:  # type: ignore[no-untyped-def]
+    """The source and destination views of every copy, in collect order (made once)."""
+    srcs: list[torch.Tensor] = []
+    dsts: list[torch.Tensor] = []
+    for block_ids, cur, dest, bias in reqs:
+        ids = block_ids[0]
+        for layer in groups[0]:
+            conv, temporal = ctx[layer]
+            srcs += [conv[ids[cur], bias:], temporal[ids[cur + bias]]]
+            dsts += [conv[ids[dest]], temporal[ids[dest]]]
+    return srcs, dsts
+
+
+def adapter_upload(db: Any) -> Callable[[int], None]:
+    """The adapter's own upload of ``n`` collected entries: one table, or (older trees) three."""
+    table = getattr(db, "table", None)
+    if table is not None:
+        return lambda n: table.to_device(n)
+
+    def three(n: int) -> None:
+        db.src_ptrs.to_device(n)
+        db.dst_ptrs.to_device(n)
+        db.sizes.to_device(n)
+
+    return three
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int, default=0, help="rounds (default 15, 3 with --quick)")
     args = ap.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() and not args.quick else "cpu")
-    iters = 20 if args.quick else ITERS
-    groups, funcs, ctx = model(device, args.quick)
+    number = 20 if not args.quick else 2
+    repeat = args.repeat or (15 if not args.quick else 3)
+    groups, funcs, ctx = model(device, args.quick or device.type == "cpu")  # host work: any size
     cap = 8 * 2 * LAYERS
     vb = VllmBuffers(cap, device)
-    db = MambaCopyBuffers.create(8, groups, funcs, device=device if device.type == "cuda" else None)
+    db = MambaCopyBuffers.create(8, groups, funcs, device=device)
+    upload = adapter_upload(db)
     reqs = requests()
+    srcs, dsts = vllm_views(groups, ctx, reqs)
+    n = len(srcs)
+    pin = device.type == "cuda"
+    fcpu = [torch.zeros(n, dtype=torch.uint64, pin_memory=pin) for _ in range(2)] + [
+        torch.zeros(n, dtype=torch.int64, pin_memory=pin)
+    ]
+    fviews = [t.numpy() for t in fcpu]
+    fdev = [torch.zeros(n, dtype=t.dtype, device=device) for t in fcpu]
 
-    def vllm_step() -> None:
+    def numpy_floor() -> None:
+        fviews[0][:n] = [t.data_ptr() for t in srcs]
+        fviews[1][:n] = [t.data_ptr() for t in dsts]
+        fviews[2][:n] = [t.nbytes for t in srcs]
+        for c, g in zip(fcpu, fdev, strict=True):
+            g[:n].copy_(c[:n], non_blocking=True)
+
+    def vllm_way() -> None:
         off = 0
         for block_ids, s, d, b in reqs:
             off = vllm_collect(vb, off, groups, ctx, block_ids, s, d, b)
         vb.copy_to_gpu(off)
 
-    pre: list[tuple[int, int, int]] = []
-    off = 0
-    for block_ids, s, d, b in reqs:
-        off = vllm_collect(vb, off, groups, ctx, block_ids, s, d, b)
-    pre = list(zip(vb.np[0][:off].tolist(), vb.np[1][:off].tolist(), vb.np[2][:off].tolist(), strict=True))
-
-    def vllm_writes_only() -> None:
-        src_np, dst_np, sizes_np = vb.np
-        for k, (s, d, z) in enumerate(pre):
-            src_np[k] = s
-            dst_np[k] = d
-            sizes_np[k] = z
-        vb.copy_to_gpu(len(pre))
-
-    def devptr_step() -> None:
-        db.offset = 0
+    def adapter() -> None:
+        db.offset = 0  # what vLLM does at every step
         for block_ids, s, d, b in reqs:
             collect_mamba_copy_meta(db, groups, funcs, [0], s, d, b, block_ids, ctx)
-        if db.src_ptrs.device_type is not None:
-            n = db.offset
-            db.src_ptrs.to_device(n)
-            db.dst_ptrs.to_device(n)
-            db.sizes.to_device(n)
+        upload(db.offset)
 
-    devptr_step()
-    vllm_step()
+    for fn in (numpy_floor, vllm_way, adapter):
+        fn()
     if device.type == "cuda":
         torch.cuda.synchronize()
-    # same tables both ways
-    n = db.offset
-    same = (
-        db.src_ptrs.numpy()[:n].tolist() == vb.np[0][:n].tolist()
-        and db.dst_ptrs.numpy()[:n].tolist() == vb.np[1][:n].tolist()
-        and db.sizes.numpy()[:n].tolist() == vb.np[2][:n].tolist()
-    )
-    res: dict[str, Any] = {"entries": n, "same_tables": same, "device": str(device)}
-    order = [("vllm_way", vllm_step), ("vllm_writes_only", vllm_writes_only), ("devptr", devptr_step)]
-    for _round in range(2):  # interleaved twice: drift shows up as a spread
-        for name, fn in order:
-            res.setdefault(name + "_us", []).append(time_steps(fn, device, iters))
-    for name, _ in order:
-        res[name + "_us"] = min(res[name + "_us"])
-    res["ratio_devptr_over_vllm"] = res["devptr_us"] / res["vllm_way_us"]
-    res["ratio_devptr_over_writes_only"] = res["devptr_us"] / res["vllm_writes_only_us"]
-    # end to end: tables + copies of the state bytes
+    tables = {
+        "numpy_floor": [g[:n].tolist() for g in fdev],
+        "vllm_way": [g[:n].tolist() for g in vb.gpu],
+        "adapter": [db.src_ptrs.device()[:n].tolist(), db.dst_ptrs.device()[:n].tolist(),
+                    db.sizes.device()[:n].tolist()],
+    }
+    as_u64 = {k: [[a % (1 << 64) for a in col] for col in v] for k, v in tables.items()}
+    same = as_u64["numpy_floor"] == as_u64["vllm_way"] == as_u64["adapter"] and db.offset == n
+    res: dict[str, Any] = {"meta": H.meta(), "entries": n, "same_tables": same, "device": str(device),
+                           "uploads": "one table" if hasattr(db, "table") else "three buffers"}
+    ways = {"numpy_floor": numpy_floor, "vllm_way": vllm_way, "adapter": adapter}
+    times = H.host_interleaved(ways, number=number, repeat=repeat)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    res["times"] = {k: v.summary() for k, v in times.items()}
+    res["adapter_over_floor"] = H.paired_ratios(times["adapter"], times["numpy_floor"]).median_ns
+    res["vllm_over_floor"] = H.paired_ratios(times["vllm_way"], times["numpy_floor"]).median_ns
+    # end to end on a GPU: tables + copies of the state bytes
     if device.type == "cuda":
         from bench_kernels_baselines import vllm_style_batch_memcpy
 
         def vllm_e2e() -> None:
-            vllm_step()
+            vllm_way()
             g = vb.gpu
             vllm_style_batch_memcpy(g[0][:n], g[1][:n], g[2][:n])
 
@@ -200,13 +219,25 @@ def main() -> None:
                 collect_mamba_copy_meta(db, groups, funcs, [0], s, d, b, block_ids, ctx)
             do_mamba_copy_block(db)
 
-        res["e2e_vllm_us"] = time_steps(vllm_e2e, device, iters // 2)
-        res["e2e_devptr_us"] = time_steps(devptr_e2e, device, iters // 2)
-    path = Path(args.out) / "mamba_host_bench.json"
-    path.write_text(json.dumps(res, indent=1))
-    print(json.dumps(res, indent=1))
+        e2e = H.host_interleaved({"vllm": vllm_e2e, "adapter": devptr_e2e}, number=5, repeat=repeat)
+        torch.cuda.synchronize()
+        res["e2e"] = {k: v.summary() for k, v in e2e.items()}
+    lines = [
+        "| way | median us (p25-p75) | / floor (median of paired ratios) |",
+        "|---|---:|---:|",
+    ]
+    for name, t in times.items():
+        ratio = H.paired_ratios(t, times["numpy_floor"]).median_ns
+        spread = f"{t.p25_ns / 1e3:.1f}-{t.p75_ns / 1e3:.1f}"
+        lines.append(f"| {name} | {t.median_us:.1f} ({spread}) | {ratio:.2f}x |")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "mamba_host_bench.json").write_text(json.dumps(res, indent=1))
+    print(H.header(), end="")
+    print(f"- {n} entries, device tables on {device}, adapter uploads {res['uploads']}, "
+          f"tables identical: {same}\n")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
     main()

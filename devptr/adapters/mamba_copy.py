@@ -3,8 +3,11 @@
 Same names and call shapes as vLLM: :class:`MambaCopyBuffers`, :func:`collect_mamba_copy_meta`,
 :func:`do_mamba_copy_block` and :func:`batch_memcpy`. Differences:
 
-- addresses live in :class:`devptr.PtrBuffer` (uint64 on the host, bit-exact for XPU
-  addresses at or above 2**63), byte counts in a :class:`devptr.kernels.SizeBuffer`;
+- the segments live in one :class:`devptr.PtrTable` of
+  :data:`devptr.kernels.SEGMENT_COLUMNS` (``src``, ``dst``: uint64 addresses, bit-exact
+  for XPU addresses at or above 2**63; ``size``: int64 byte counts), one record per copy;
+  ``src_ptrs``, ``dst_ptrs`` and ``sizes`` are read-only views of its columns
+  (:class:`~devptr.adapters._columns.ColumnView`);
 - ``collect_mamba_copy_meta`` computes a request's entries for every layer at once with
   uint64 arithmetic (``base + block * stride``) from each state tensor's geometry,
   measured into a :class:`CopyPlan`, instead of indexing tensors and writing one numpy
@@ -12,8 +15,8 @@ Same names and call shapes as vLLM: :class:`MambaCopyBuffers`, :func:`collect_ma
 - the plan holds weak references to the tensors it measured and is checked against them
   at the first collect of every step: re-allocated, freed or moved state tensors are
   re-measured, never read through stale addresses;
-- the flush moves each table with one host-to-device copy and runs
-  :func:`devptr.kernels.batch_memcpy` (memmove per segment, 16-byte accesses).
+- the flush moves the table with one host-to-device copy (vLLM: three) and runs
+  :func:`devptr.kernels.batch_memcpy_table` (memmove per segment, 16-byte accesses).
 
 Config objects are replaced by plain values (see :mod:`devptr.adapters._mamba_layout`).
 """
@@ -21,6 +24,7 @@ Config objects are replaced by plain values (see :mod:`devptr.adapters._mamba_la
 from __future__ import annotations
 
 import dataclasses
+import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
@@ -29,8 +33,9 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from devptr import DevicePtr, PtrBuffer
+from devptr import DevicePtr, PtrTable
 from devptr._errors import CapacityError, PtrTypeError
+from devptr.adapters._columns import ColumnView
 from devptr.adapters._mamba_layout import (
     CONV,
     TEMPORAL,
@@ -46,7 +51,7 @@ from devptr.adapters._mamba_layout import (
     walk,
 )
 from devptr.interop import from_int
-from devptr.kernels import SizeBuffer, batch_memcpy
+from devptr.kernels import SEGMENT_COLUMNS, batch_memcpy, batch_memcpy_table
 
 U64 = np.uint64
 
@@ -125,6 +130,14 @@ class CopyPlan:
     """Fewest blocks among known states reading each (group, column kind)."""
     dst_limit: tuple[int, ...]
     """Fewest blocks among known states of each group."""
+
+    def __post_init__(self) -> None:
+        # the staleness check's flat lists, in layer order (one per copied state)
+        object.__setattr__(self, "_refs", [ref for layer in self.layers for ref, _ in layer.states])
+        object.__setattr__(self, "_addrs", [addr for layer in self.layers for _, addr in layer.states])
+
+    _refs: list[Callable[[], object]] = dataclasses.field(init=False, repr=False, compare=False)
+    _addrs: list[int] = dataclasses.field(init=False, repr=False, compare=False)
 
     @property
     def entries(self) -> int:
@@ -217,24 +230,37 @@ class CopyPlan:
         if tuple(mamba_group_ids) != self.mamba_group_ids:
             return False
         names = [layer for gid in mamba_group_ids for layer in kv_cache_groups[gid]]
-        if len(names) != len(self.layers):
+        layers = self.layers
+        if len(names) != len(layers):
             return False
-        by_layer = type(copy_funcs) is dict  # the common case, without the ABC checks
-        for name, layer in zip(names, self.layers, strict=True):
-            funcs = tuple(copy_funcs[name]) if by_layer else funcs_for(copy_funcs, name)  # type: ignore[index]
-            if name != layer.name or funcs != layer.funcs:
-                return False
-            entry = forward_context.get(name)
-            states = getattr(entry, "kv_cache", entry)
+        if type(copy_funcs) is dict:  # the common case, without the ABC checks
+            funcs = [copy_funcs.get(name) for name in names]
+        else:
             try:
-                if len(states) < len(layer.states):  # type: ignore[arg-type]
-                    return False
-                for state, (ref, addr) in zip(states, layer.states, strict=False):  # type: ignore[call-overload]
-                    if state is not ref() or state.data_ptr() != addr:
-                        return False
-            except TypeError:  # not a sequence of tensors: build() says what is wrong
+                funcs = [funcs_for(copy_funcs, name) for name in names]
+            except (KeyError, TypeError):  # build() says what is wrong
                 return False
-        return True
+        for name, f, layer in zip(names, funcs, layers, strict=True):
+            if name != layer.name:
+                return False
+            if f != layer.funcs and (type(f) is tuple or f is None or tuple(f) != layer.funcs):
+                return False
+        get = forward_context.get
+        flat: list[object] = []
+        try:
+            for name, layer in zip(names, layers, strict=True):
+                entry = get(name)
+                states = entry if type(entry) is list else getattr(entry, "kv_cache", entry)
+                k = len(layer.states)
+                if len(states) < k:  # type: ignore[arg-type]
+                    return False
+                flat += states[:k]  # type: ignore[index]
+            # every state the very tensor measured (alive), then at the same address
+            if not all(map(operator.is_, flat, [ref() for ref in self._refs])):
+                return False
+            return [state.data_ptr() for state in flat] == self._addrs  # type: ignore[attr-defined]
+        except (TypeError, AttributeError):  # not sequences of tensors: build() says what is wrong
+            return False
 
     def compute(
         self,
@@ -286,26 +312,24 @@ class MambaCopyBuffers:
 
     Attributes
     ----------
-    src_ptrs, dst_ptrs
-        :class:`devptr.PtrBuffer` of ``max_num_reqs * entries_per_req`` addresses (host
-        uint64, pinned when possible, plus a device mirror).
-    sizes
-        :class:`devptr.kernels.SizeBuffer` of byte counts, same capacity.
+    table
+        :class:`devptr.PtrTable` of :data:`devptr.kernels.SEGMENT_COLUMNS` with
+        ``max_num_reqs * entries_per_req`` records (host uint64, pinned when possible,
+        plus a device mirror): the buffers own this memory; collecting writes it, the
+        flush uploads it in one copy.
+    src_ptrs, dst_ptrs, sizes
+        Read-only :class:`~devptr.adapters._columns.ColumnView` of the table's ``src``,
+        ``dst`` and ``size`` columns (vLLM's names; zero-copy, strided; their
+        ``to_device(n)`` uploads the table's first ``n`` records).
     offset
         Entries collected since the last reset (vLLM sets it to 0 each step).
     """
 
-    def __init__(
-        self,
-        src_ptrs: PtrBuffer,
-        dst_ptrs: PtrBuffer,
-        sizes: SizeBuffer,
-        mamba_group_ids: list[int],
-        entries_per_req: int,
-    ) -> None:
-        self.src_ptrs = src_ptrs
-        self.dst_ptrs = dst_ptrs
-        self.sizes = sizes
+    def __init__(self, table: PtrTable, mamba_group_ids: list[int], entries_per_req: int) -> None:
+        self.table = table
+        self.src_ptrs = ColumnView(table, "src")
+        self.dst_ptrs = ColumnView(table, "dst")
+        self.sizes = ColumnView(table, "size")
         self.mamba_group_ids = mamba_group_ids
         self.entries_per_req = entries_per_req
         self.offset = 0
@@ -332,13 +356,7 @@ class MambaCopyBuffers:
         gids = list(range(len(kv_cache_groups))) if mamba_group_ids is None else list(mamba_group_ids)
         per_req = sum(len(funcs_for(copy_funcs, layer)) for gid in gids for layer in kv_cache_groups[gid])
         n = max_num_reqs * per_req
-        return cls(
-            PtrBuffer(n, device=device, pin_memory=pin_memory),
-            PtrBuffer(n, device=device, pin_memory=pin_memory),
-            SizeBuffer(n, device=device, pin_memory=pin_memory),
-            gids,
-            per_req,
-        )
+        return cls(PtrTable(n, SEGMENT_COLUMNS, device=device, pin_memory=pin_memory), gids, per_req)
 
     def plan_for(
         self,
@@ -405,32 +423,28 @@ def collect_mamba_copy_meta(
         block_ids_of(req_state), src_block_idx, dest_block_idx, accept_token_bias, forward_context
     )
     off = copy_bufs.offset
-    if off + plan.entries > copy_bufs.src_ptrs.capacity:
-        raise CapacityError(
-            f"{plan.entries} entries at offset {off} exceed capacity {copy_bufs.src_ptrs.capacity}"
-        )
-    copy_bufs.src_ptrs.fill(off, src)
-    copy_bufs.dst_ptrs.fill(off, dst)
-    copy_bufs.sizes.writable()[off : off + plan.entries] = sizes
-    copy_bufs.offset = off + plan.entries
+    table = copy_bufs.table
+    if off + plan.entries > table.capacity:
+        raise CapacityError(f"{plan.entries} entries at offset {off} exceed capacity {table.capacity}")
+    copy_bufs.offset = table.fill(off, src=src, dst=dst, size=sizes)
 
 
 def do_mamba_copy_block(copy_bufs: MambaCopyBuffers) -> None:
-    """Run the collected copies: one host-to-device copy per table, one kernel launch."""
+    """Run the collected copies: one host-to-device copy of the table, one kernel launch."""
     n = copy_bufs.offset
     copy_bufs.end_step()
     if n == 0:
         return
-    if copy_bufs.src_ptrs.device_type is not None:
-        copy_bufs.src_ptrs.to_device(n)
-        copy_bufs.dst_ptrs.to_device(n)
-        copy_bufs.sizes.to_device(n)
-    batch_memcpy(copy_bufs.src_ptrs, copy_bufs.dst_ptrs, copy_bufs.sizes, n)
+    table = copy_bufs.table
+    if table.device_type is not None:
+        table.to_device(n)
+    batch_memcpy_table(table, n)
 
 
 __all__ = [
     "TEMPORAL",
     "UNBOUNDED",
+    "ColumnView",
     "CopyPlan",
     "MambaCopyBuffers",
     "MambaCopySpec",

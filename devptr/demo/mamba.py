@@ -19,6 +19,7 @@ from rich.table import Table
 
 from devptr import DevicePtr, Encoding, PtrBuffer
 from devptr.adapters.mamba_copy import (
+    ColumnView,
     MambaCopyBuffers,
     collect_mamba_copy_meta,
     do_mamba_copy_block,
@@ -33,7 +34,7 @@ GROUPS = [["mamba.0", "mamba.1"]]
 FUNCS = {name: (get_conv_copy_spec, get_temporal_copy_spec) for name in GROUPS[0]}
 
 
-def _exact(buf: PtrBuffer, n: int, want: list[int]) -> bool:
+def _exact(buf: PtrBuffer | ColumnView, n: int, want: list[int]) -> bool:
     views = [buf.host(e) for e in Encoding] + [buf.device(e) for e in Encoding]
     signed = [DevicePtr(a).signed for a in want]
     return all(v[:n].tolist() == (want if v.dtype == torch.uint64 else signed) for v in views)
@@ -73,8 +74,7 @@ def _fake_part(con: Console) -> None:
     bufs = MambaCopyBuffers.create(2, GROUPS, FUNCS, device="cpu", pin_memory=False)
     collect_mamba_copy_meta(bufs, GROUPS, FUNCS, [0], 0, 2, 1, [[5, 6, 7, 0]], ctx)
     n = bufs.offset
-    for b in (bufs.src_ptrs, bufs.dst_ptrs):
-        b.to_device(n)
+    bufs.table.to_device(n)  # src, dst and size records: one copy
     t2 = Table(title="MambaCopyBuffers: one request, 1 accepted token, column 0 -> column 2")
     for col in ("entry", "src (U64)", "dst (U64)", "dst (I64)", "bytes"):
         t2.add_column(col, justify="right", no_wrap=True)

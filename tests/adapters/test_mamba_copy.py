@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 import torch
 
@@ -136,3 +137,33 @@ def test_real_tensors_copy_the_right_bytes(generic: bool) -> None:
     for layer, states in ctx.items():
         for got, exp in zip(states, want[layer], strict=True):
             assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8)), layer
+
+
+def test_one_table_behind_the_three_vllm_names() -> None:
+    """src_ptrs, dst_ptrs and sizes are views of one SEGMENT_COLUMNS table: one upload moves all."""
+    from devptr import PtrTable, PtrTypeError
+    from devptr.kernels import SEGMENT_COLUMNS
+
+    ctx = fake_context()
+    bufs = MambaCopyBuffers.create(2, GROUPS, FUNCS, MAMBA_GROUPS, device="cpu", pin_memory=False)
+    assert type(bufs.table) is PtrTable and list(bufs.table.columns.items()) == list(SEGMENT_COLUMNS)
+    block_ids = [[], [3, 7, 9, 11], [0, 0]]
+    collect_mamba_copy_meta(bufs, GROUPS, FUNCS, MAMBA_GROUPS, 1, 0, 2, block_ids, ctx)
+    want = _expected(ctx, block_ids, 1, 0, 2)
+    n = bufs.offset
+    records = bufs.table.numpy()
+    for view in (bufs.src_ptrs, bufs.dst_ptrs, bufs.sizes):
+        assert view.capacity == 10 and len(view) == 10
+        col = records[:n, bufs.table.column_index(view.name)]
+        assert np.shares_memory(view.numpy(), records) and view.numpy()[:n].tolist() == col.tolist()
+    bufs.sizes.to_device(n)  # one copy of whole records: the address columns arrive too
+    assert bufs.src_ptrs.device(Encoding.U64)[:n].tolist() == [w[0] for w in want]
+    assert bufs.dst_ptrs.device(Encoding.I64)[:n].tolist() == [DevicePtr(w[1]).signed for w in want]
+    assert bufs.sizes.device()[:n].tolist() == [w[2] for w in want]
+    assert bufs.dst_ptrs[0] == DevicePtr(want[0][1]) and bufs.sizes[:2] == [w[2] for w in want[:2]]
+    with pytest.raises(PtrTypeError, match="holds integers"):
+        bufs.sizes.host(Encoding.U64)
+    with pytest.raises(CapacityError):
+        bufs.src_ptrs[10]
+    with pytest.raises(CapacityError):
+        bufs.src_ptrs[:11]
