@@ -222,11 +222,14 @@ def _float32(row: list[str]) -> bool:
 
 QUOTES: Final[dict[str, Quote]] = {
     "perf-core": Quote(Path("benchmarks/results/core.md"), "Summary", 0),
-    "perf-kernels": Quote(Path("benchmarks/results/kernels.md"), "Results", 0),
-    "perf-kernels-host": Quote(Path("benchmarks/results/kernels.md"), "Results", 3),
+    "perf-kernels": Quote(Path("benchmarks/results/kernels.md"), "Alignment classes", 0),
+    "perf-kernels-launch": Quote(Path("benchmarks/results/kernels.md"), "Launch with the tables ready", 0),
+    "perf-kernels-host": Quote(Path("benchmarks/results/kernels.md"), "Preparing and uploading", 0),
+    "perf-kernels-adapter": Quote(Path("benchmarks/results/kernels.md"), "The Mamba adapter's real path", 0),
     "perf-ec": Quote(Path("benchmarks/results/ec_connector.md"), "Building descriptors", 0),
     "perf-ec-gpu": Quote(Path("benchmarks/results/ec_connector.md"), "GPU: D2H", 0),
-    "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Results", 0, _float32),
+    "perf-lamport-eager": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph, side by side", 0, _float32),
+    "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph, side by side", 1, _float32),
     "perf-lint": Quote(Path("benchmarks/results/lint.md"), "", 0),
     "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "Migration", 0),
     "perf-migrate-rules": Quote(Path("benchmarks/results/migrate.md"), "Migration", 1),
