@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, overload
+from typing import Any, Generic, overload
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from typing_extensions import TypeVar
 
@@ -131,9 +132,9 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self,
         start: int,
         base: DevicePtr,
-        index: Sequence[int] | np.ndarray | torch.Tensor,
-        stride: int | Sequence[int] | np.ndarray,
-        offset: int | Sequence[int] | np.ndarray = 0,
+        index: Sequence[int] | npt.NDArray[np.integer[Any]] | torch.Tensor,
+        stride: int | Sequence[int] | npt.NDArray[np.integer[Any]],
+        offset: int | Sequence[int] | npt.NDArray[np.integer[Any]] = 0,
     ) -> int:
         """Write ``base + index * stride + offset`` (uint64, overflow-checked) from ``start``.
 

@@ -8,11 +8,16 @@ is a zero-copy alias of it; the device mirror is a separate allocation that
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from devptr._convert import U64Array, index_value
 from devptr._errors import PtrTypeError, StateError, describe
+
+ScalarT = TypeVar("ScalarT", bound=np.generic)
 
 
 def accelerator_available() -> bool:
@@ -149,7 +154,7 @@ class Storage:
             self._event = ev
 
 
-def as_readonly(arr: np.ndarray) -> np.ndarray:
+def as_readonly(arr: npt.NDArray[ScalarT]) -> npt.NDArray[ScalarT]:
     """A read-only view of ``arr``."""
     v = arr.view()
     v.flags.writeable = False

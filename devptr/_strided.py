@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from devptr._convert import U64, U64Array, uint_array
 from devptr._errors import (
@@ -55,7 +56,7 @@ def strided_addresses(
         o = int(offs)
         if b + o > _MAX:
             raise AddressOverflowError(f"base {base!r} + offset {o} leaves [0, 2**64)")
-        room: np.ndarray | int = _MAX - b - o
+        room: npt.NDArray[np.uint64] | int = _MAX - b - o
     else:
         omax = int(offs.max())
         if b + omax > _MAX:

@@ -161,7 +161,9 @@ class PtrTable(AddressTable):
     def column(self, name: str) -> U64Array | npt.NDArray[np.int64]:
         """Read-only view of one column: uint64 for PTR, int64 for INT (zero-copy)."""
         col = self._live().np[:, self.column_index(name)]
-        return as_readonly(col if self._cols[name] is Column.PTR else col.view(np.int64))
+        if self._cols[name] is Column.PTR:
+            return as_readonly(col)
+        return as_readonly(col.view(np.int64))
 
     def numpy(self) -> U64Array:
         """Read-only uint64 view of the whole ``[capacity, ncols]`` host table."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 import torch
 from rich.console import Console
 from rich.markup import escape
@@ -14,7 +17,7 @@ from devptr.demo.traps import HI, run_traps
 from devptr.testing import HIGH_ADDRESSES, FakeTensor
 
 
-def _bits(x: torch.Tensor | np.ndarray) -> list[int]:
+def _bits(x: torch.Tensor | npt.NDArray[Any]) -> list[int]:
     arr = x.cpu().numpy() if isinstance(x, torch.Tensor) else x
     return [int(v) for v in np.ascontiguousarray(arr).view(np.uint64)]
 
@@ -38,7 +41,7 @@ def section(con: Console) -> None:
     addrs = [p.addr for p in ptrs]
     buf = PtrBuffer(len(ptrs), device="cpu", pin_memory=False)
     buf.fill(0, ptrs)
-    targets: dict[str, torch.Tensor | np.ndarray] = {
+    targets: dict[str, torch.Tensor | npt.NDArray[Any]] = {
         "torch int64": torch.zeros(len(ptrs), dtype=torch.int64),
         "torch uint64": torch.zeros(len(ptrs), dtype=torch.uint64),
         "numpy int64": np.zeros(len(ptrs), dtype=np.int64),

@@ -7,10 +7,11 @@ reports what happened (the real exception, or whether the stored bits are right)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 import torch
 
 HI: Final = 0xFFFF81AB54E01000
@@ -28,12 +29,12 @@ class Outcome:
     detail: str
 
 
-def _bits(x: torch.Tensor | np.ndarray) -> int:
+def _bits(x: torch.Tensor | npt.NDArray[Any]) -> int:
     arr = x.numpy() if isinstance(x, torch.Tensor) else x
     return int(np.ascontiguousarray(arr).reshape(-1).view(np.uint64)[0])
 
 
-def _run(spelling: str, fn: Callable[[], torch.Tensor | np.ndarray | np.generic]) -> Outcome:
+def _run(spelling: str, fn: Callable[[], torch.Tensor | npt.NDArray[Any] | np.generic]) -> Outcome:
     try:
         out = fn()
     except Exception as exc:  # the point is to show the real error
@@ -63,7 +64,7 @@ def _set(t: torch.Tensor, value: object) -> torch.Tensor:
     return t
 
 
-def _set_np(a: np.ndarray, value: object) -> np.ndarray:
+def _set_np(a: npt.NDArray[Any], value: object) -> npt.NDArray[Any]:
     a[0] = value
     return a
 
@@ -74,7 +75,7 @@ def _index_put(value: int) -> torch.Tensor:
     return u
 
 
-TRAPS: Final[list[tuple[str, Callable[[], torch.Tensor | np.ndarray | np.generic]]]] = [
+TRAPS: Final[list[tuple[str, Callable[[], torch.Tensor | npt.NDArray[Any] | np.generic]]]] = [
     ("torch.tensor([HI], dtype=torch.int64)", lambda: torch.tensor([HI], dtype=torch.int64)),
     ("int64_tensor[k] = HI", lambda: _set(_i(), HI)),
     ("int64_tensor[k] = HI - 2**64", lambda: _set(_i(), NEG)),

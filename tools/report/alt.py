@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import attrs
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from benchmarks._harness import host
@@ -47,12 +48,12 @@ def _to_i64(x: int) -> int:
     return x - (1 << 64) if x >= (1 << 63) else x  # devptr: ignore[DP004]
 
 
-def _bits_all(t: torch.Tensor | np.ndarray) -> list[int]:
+def _bits_all(t: torch.Tensor | npt.NDArray[Any]) -> list[int]:
     arr = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else t
     return [int(v) for v in np.ascontiguousarray(arr).reshape(-1).view(np.uint64)]
 
 
-def _expect(t: torch.Tensor | np.ndarray, want: Sequence[int]) -> Cell:
+def _expect(t: torch.Tensor | npt.NDArray[Any], want: Sequence[int]) -> Cell:
     got = _bits_all(t)[: len(want)]
     if got == list(want):
         return "ok"
@@ -485,7 +486,7 @@ def _h_set(table: torch.Tensor, k: int, addr: int) -> None:
     table.numpy()[k] = _h_u64(addr)  # devptr: ignore[DP001] -- option F, executed as evidence
 
 
-def _h_strided(base: int, idx: Sequence[int], stride: int) -> np.ndarray:
+def _h_strided(base: int, idx: Sequence[int], stride: int) -> npt.NDArray[Any]:
     return np.uint64(_h_u64(base)) + np.asarray(idx, dtype=np.uint64) * np.uint64(stride)
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from devptr import DevicePtr, store
 from devptr.demo.traps import HI, NEG, TRAPS
 
-Result = torch.Tensor | np.ndarray | np.generic | int | None
+Result = torch.Tensor | npt.NDArray[Any] | np.generic | int | None
 MAX_DETAIL: Final = 80
 """Error messages are cut to this many characters (first line only)."""
 
@@ -31,7 +32,7 @@ def error_cell(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def first_bits(x: torch.Tensor | np.ndarray) -> int:
+def first_bits(x: torch.Tensor | npt.NDArray[Any]) -> int:
     """The first element's 64 bits as an unsigned int."""
     arr = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else x
     flat = np.ascontiguousarray(arr).reshape(-1)
@@ -105,27 +106,29 @@ def _i() -> torch.Tensor:
     return torch.zeros(2, dtype=torch.int64)
 
 
-def _np_set(arr: np.ndarray, value: object, keep: torch.Tensor | np.ndarray) -> torch.Tensor | np.ndarray:
+def _np_set(
+    arr: npt.NDArray[Any], value: object, keep: torch.Tensor | npt.NDArray[Any]
+) -> torch.Tensor | npt.NDArray[Any]:
     arr[0] = value
     return keep
 
 
-def _np_into(target: np.ndarray, src: np.ndarray) -> np.ndarray:
+def _np_into(target: npt.NDArray[Any], src: npt.NDArray[Any]) -> npt.NDArray[Any]:
     target[:] = src
     return target
 
 
-def _torch_u_numpy() -> torch.Tensor | np.ndarray:
+def _torch_u_numpy() -> torch.Tensor | npt.NDArray[Any]:
     u = _u()
     return _np_set(u.numpy(), HI, u)
 
 
-def _torch_i_numpy_view() -> torch.Tensor | np.ndarray:
+def _torch_i_numpy_view() -> torch.Tensor | npt.NDArray[Any]:
     i = _i()
     return _np_set(i.numpy().view(np.uint64), HI, i)
 
 
-def _torch_i_numpy() -> torch.Tensor | np.ndarray:
+def _torch_i_numpy() -> torch.Tensor | npt.NDArray[Any]:
     i = _i()
     return _np_set(i.numpy(), HI, i)
 
