@@ -27,6 +27,7 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple
         "plugins = devptr.mypy_plugin\n"
         f"mypy_path = {REPO}\n"
         "python_version = 3.11\n"
+        "enable_error_code = devptr-unchecked-u64, devptr-wrapping-arith\n"
         "[mypy-devptr.*]\n"
         "follow_imports = silent\n"
     )

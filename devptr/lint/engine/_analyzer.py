@@ -12,7 +12,7 @@ the summaries, the second reports.
 from __future__ import annotations
 
 import ast
-import re
+import bisect
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -87,7 +87,17 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self.project = project
         self.names = Names(tree, module, is_package=is_package)
         self._lines = source.splitlines()
-        self._tainted: re.Pattern[str] | None = None
+        self._source = source
+        starts = [0]
+        pos = source.find("\n")
+        while pos != -1:
+            starts.append(pos + 1)
+            pos = source.find("\n", pos + 1)
+        self._line_starts = starts
+        """Offsets where each line starts (line n starts at ``starts[n - 1]``)."""
+        self._hot_lines: dict[tuple[str, ...], list[int]] = {}
+        self._lower = source.lower()
+        self._tainted: tuple[str, ...] | None = None
         self.emitted: dict[tuple[int, int, Rule], Emitted] = {}
         self.functions: dict[str, Summary] = {}
         self.class_attrs: dict[str, dict[str, Val]] = {}
@@ -112,24 +122,78 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self._walk_module()
         return sorted(self.emitted.values(), key=lambda e: (e.span, e.rule.value))
 
-    def _tainted_names(self) -> re.Pattern[str] | None:
+    def _tainted_names(self) -> tuple[str, ...] | None:
         """Local helpers and ``self`` attributes known (after the first pass) to matter."""
         names = {k.rpartition(".")[2] for k, v in self.functions.items() if v.interesting}
         for attrs in self.class_attrs.values():
             names.update(k for k, v in attrs.items() if holds_addr(v))
         if self.project is not None:
-            names.update(self.project.interesting_names())
+            names.update(
+                alias for alias, target in self.names.aliases.items()
+                if self.project.lookup(target) is not None
+            )
         if not names:
             return None
-        return re.compile("|".join(sorted(re.escape(n) for n in names)))
+        return tuple(sorted(n.lower() for n in names))
 
-    def _may_report(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        """Whether *fn*'s text can hold a finding (skips most function bodies of a big tree)."""
-        end = getattr(fn, "end_lineno", None) or len(self._lines)
-        text = "\n".join(self._lines[fn.lineno - 1 : end])
-        if syn.FUNCTION_TRIGGER.search(text):
+    def _may_report(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, *,
+                    summarizing: bool = False) -> bool:
+        """Whether *fn*'s text can hold a finding, or (when *summarizing*) a summary worth
+        computing: a sink its parameters may reach. Skips most function bodies of a big tree.
+        """
+        first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+        last = getattr(fn, "end_lineno", None) or len(self._lines)
+        if self._hot(syn.FUNCTION_TRIGGER, first, last):
             return True
-        return self._tainted is not None and self._tainted.search(text) is not None
+        if summarizing:
+            return self._hot(syn.SINK_TRIGGER, first, last)
+        return self._tainted is not None and self._hot(self._tainted, first, last)
+
+    def _hot(self, tokens: tuple[str, ...], first: int, last: int) -> bool:
+        """Whether one of *tokens* occurs (lowercased) on a line in ``first..last``.
+
+        One scan of the module per token tuple (``str.find``), then a bisection per call.
+        """
+        lines = self._hot_lines.get(tokens)
+        if lines is None:
+            text = self._lower
+            starts = self._line_starts
+            found: set[int] = set()
+            for token in tokens:
+                pos = text.find(token)
+                while pos != -1:
+                    line = bisect.bisect_right(starts, pos)
+                    found.add(line)
+                    nxt = starts[line] if line < len(starts) else len(text)
+                    pos = text.find(token, nxt)
+            lines = sorted(found)
+            self._hot_lines[tokens] = lines
+        i = bisect.bisect_left(lines, first)
+        return i < len(lines) and lines[i] <= last
+
+    def _collect_self_attrs(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope
+    ) -> None:
+        """A skipped method still tells what it stores on ``self`` (arrays and their dtypes)."""
+        inner = scope.child()
+        for arg in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]:
+            val = annotation_val(arg.annotation, self.names)
+            if val is not None:
+                inner.env[arg.arg] = val
+            else:
+                inner.env.pop(arg.arg, None)
+        for node in syn.iter_statements(fn.body):
+            if isinstance(node, ast.Assign):
+                targets = [t for t in node.targets if isinstance(t, ast.Attribute)]
+                if targets:
+                    val = self.eval(node.value, inner)
+                    for t in targets:
+                        self._assign(t, val, node.value, inner)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
+                val = self.eval(node.value, inner) if node.value is not None else None
+                ann = annotation_val(node.annotation, self.names)
+                self._assign(node.target, ann if ann is not None and (
+                    val is None or ann.kind is Kind.MAPPING) else val, None, inner)
 
     def _walk_module(self) -> None:
         self._block(self.tree.body, Scope({}, None))
@@ -162,8 +226,6 @@ class ModuleAnalyzer(ExpressionEvaluator):
         last = max(span.end_line, getattr(stmt, "end_lineno", None) or span.end_line)
         key = (span.line, span.col, rule)
         if key not in self.emitted:
-            if fix is not None and rule in (Rule.DP006, Rule.DP008) and fix.kind is FixKind.TABLE:
-                fix = fix  # convention rewrites keep their fix; selection decides
             self.emitted[key] = Emitted(rule, message, span, first, last, fix)
 
     def _sink(
@@ -254,12 +316,14 @@ class ModuleAnalyzer(ExpressionEvaluator):
     ) -> Val | None:
         """Apply a function summary at a call: sink findings at the arguments, the result."""
         def arg(i: int) -> tuple[Val | None, ast.expr | None]:
-            if i < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args[: i + 1]):
+            if i < len(node.args) and not any(
+                isinstance(a, ast.Starred) for a in node.args[: i + 1]
+            ):
                 return vals[i], node.args[i]
             pname = summary.params[i] if i < len(summary.params) else None
             for kw in node.keywords:
                 if kw.arg is not None and kw.arg == pname:
-                    return self.eval(kw.value, scope) if not self._report else self.eval(kw.value, scope), kw.value
+                    return self.eval(kw.value, scope), kw.value
             return None, None
 
         short = name.rpartition(".")[2]
@@ -390,8 +454,15 @@ class ModuleAnalyzer(ExpressionEvaluator):
         ):
             positional = positional[1:]
         params = tuple(a.arg for a in positional)
-        if self._report and not self._may_report(fn):
-            return  # nothing address-like in its text: the first walk summarized it
+        if not self._may_report(fn, summarizing=not self._report):
+            # nothing address-like in its text: its annotation and self attributes only
+            if not self._report:
+                self.functions.setdefault(key, Summary(
+                    returns=annotation_val(fn.returns, self.names), params=params
+                ))
+                if scope.cls is not None:
+                    self._collect_self_attrs(fn, scope)
+            return
         inner = scope.child()
         inner.returns = []
         inner.sinks = []
@@ -412,9 +483,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 self.eval(default, scope)
         self._block(fn.body, inner)
         if not self._report:
-            summary = self._summarize(inner, fn.returns, params)
-            if summary.interesting or key not in self.functions:
-                self.functions[key] = summary
+            made = self._summarize(inner, fn.returns, params)
+            if made.interesting or key not in self.functions:
+                self.functions[key] = made
         summary = self.functions.get(key)
         if summary is not None and summary.returns is not None and not (
             summary.params or summary.sinks
@@ -460,7 +531,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         elif isinstance(target, ast.Tuple | ast.List):
             if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
                 for t, v in zip(target.elts, value.elts, strict=True):
-                    self._assign(t, self.eval(v, scope) if not self._report else self._quiet(v, scope), v, scope)
+                    self._assign(t, self.eval(v, scope), v, scope)
                 return
             items: tuple[Val | None, ...] = ()
             if val is not None and val.kind is Kind.TUPLE:
@@ -478,16 +549,12 @@ class ModuleAnalyzer(ExpressionEvaluator):
         elif isinstance(target, ast.Starred):
             self._assign(target.value, None, None, scope)
 
-    def _quiet(self, node: ast.expr, scope: Scope) -> Val | None:
-        """Evaluate an already-reported expression again without reporting twice."""
-        return self.eval(node, scope)
-
     def _store(self, target: ast.Subscript, val: Val | None, value: ast.expr | None,
                scope: Scope) -> None:
         cont = self.eval(target.value, scope)
         self.eval(target.slice, scope)
         if cont is not None and cont.kind is Kind.PARAM:
-            return
+            cont = None  # a parameter of unknown type: judged like any unknown container
         if cont is not None and cont.kind in (Kind.ADDR_SEQ, Kind.PLAIN_LIST) and (
             carries_address(val) or is_param(val)
         ) and isinstance(target.value, ast.Name):

@@ -13,7 +13,7 @@ from typing import Final
 
 from devptr.lint import catalogue as cat
 from devptr.lint.engine import _syntax as syn
-from devptr.lint.engine._finding import Fix
+from devptr.lint.engine._finding import Fix, FixKind, Span
 from devptr.lint.engine._names import Names
 from devptr.lint.engine._scope import ADDR_SEQ_BY_NAME, CHECKED_I64, CHECKED_U64, Scope, by_name, seq_of
 from devptr.lint.engine._sinks import Verdict, arith_verdict, carries_address, ctypes_verdict
@@ -150,10 +150,12 @@ class ExpressionEvaluator:
             self._assign(node.target, val, node.value, scope)
             return val
         if isinstance(node, ast.BoolOp):
-            vals = [self.eval(v, scope) for v in node.values]
-            for v in vals:
-                if v is not None and (carries_address(v) or is_param(v) or is_arrayish(v)):
-                    return v
+            options = [self.eval(v, scope) for v in node.values]
+            for item in options:
+                if item is not None and (
+                    carries_address(item) or is_param(item) or is_arrayish(item)
+                ):
+                    return item
             return None
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
@@ -246,8 +248,6 @@ class ExpressionEvaluator:
             return self._twos(node, operand, scope, "x - 2**64 if x >= 2**63 else x")
         dts = {syn.literal_dtype(node.body, self.names), syn.literal_dtype(node.orelse, self.names)}
         if dts == {DType.U64, DType.I64} and syn.is_platform_test(node.test):
-            from devptr.lint.engine._finding import FixKind
-
             self._emit(node, (Rule.DP005, "per-platform pointer dtype (uint64 vs int64 branch)"),
                        Fix(FixKind.DTYPE_BRANCH, "unsafe", (("value", self._span(node)),),
                            "encoding_for() raises for device types it does not know, where "
@@ -258,13 +258,16 @@ class ExpressionEvaluator:
                 return v
         return body if body is not None else orelse
 
-    def _span(self, node: ast.AST) -> object:
+    def _span(self, node: ast.AST) -> Span:
         raise NotImplementedError
 
     def _twos(self, node: ast.expr, operand: ast.expr, scope: Scope, spelled: str) -> Val | None:
         """A two's-complement spelling over *operand*: reported only when it is an address."""
         val = self.eval(operand, scope)
         if val is not None and val.kind is Kind.PARAM:
+            if syn.names_an_address(operand):
+                self._emit(node, (Rule.DP004, "two's complement of a device address by hand "
+                                              f"({spelled})"), self._twos_fix(operand, None))
             return Val(Kind.PARAM, params=val.params, checked=DType.I64)
         if is_addr(val) or (val is None and syn.names_an_address(operand)):
             self._emit(node, (Rule.DP004, f"two's complement of a device address by hand ({spelled})"),
@@ -289,10 +292,8 @@ class ExpressionEvaluator:
             return CHECKED_I64
         if isinstance(node.op, ast.Mult) and isinstance(node.left, ast.List):
             return left
-        if is_param(left) or is_param(right):
-            if isinstance(node.op, ast.Add | ast.Sub | ast.BitOr) and not (
-                is_arrayish(left) or is_arrayish(right)
-            ):
+        if (is_param(left) or is_param(right)) and not (is_arrayish(left) or is_arrayish(right)):
+            if isinstance(node.op, ast.Add | ast.Sub | ast.BitOr):
                 p = left if is_param(left) else right
                 return Val(Kind.PARAM, params=p.params) if p is not None else None
             return None
@@ -383,7 +384,9 @@ class ExpressionEvaluator:
             self.eval(func, scope)
             return self._ctypes_array(node, func, vals, scope)
         base = name.rpartition(".")[2]
-        if name in cat.DEVPTR_CONSTRUCTORS or name.endswith(("DevicePtr.of", "DevicePtr.from_signed")) or name == "DevicePtr":
+        if name in cat.DEVPTR_CONSTRUCTORS or name == "DevicePtr" or name.endswith(
+            ("DevicePtr.of", "DevicePtr.from_signed")
+        ):
             return DEVPTR
         if name in cat.DEVPTR_SINKS:
             return None
@@ -411,6 +414,8 @@ class ExpressionEvaluator:
         if name in cat.VOID_POINTER_TYPES and vals and is_addr(vals[0]):
             return vals[0]
         if name in cat.SIGNED_ENCODERS and vals and is_addr(vals[0]):
+            self._emit(node, (Rule.DP004, "two's complement of a device address through "
+                                          f"{name}"))
             return CHECKED_I64  # ctypes.c_int64(p).value: the int64 encoding
         if name == "ctypes.cast" and len(node.args) == 2:
             target = node.args[1]
@@ -536,7 +541,10 @@ class ExpressionEvaluator:
         dtype_node = syn.kwarg(node, "dtype")
         if name == cat.PY_ARRAY:
             dtype_node = node.args[0] if node.args else syn.kwarg(node, "typecode")
-        elif dtype_node is None and lib is Lib.NUMPY and name in cat.TABLE_CONSTRUCTORS and len(node.args) > data_idx + 1:
+        elif (
+            dtype_node is None and lib is Lib.NUMPY and name in cat.TABLE_CONSTRUCTORS
+            and len(node.args) > data_idx + 1
+        ):
             dtype_node = node.args[data_idx + 1]
         dt = self._py_array_dtype(dtype_node) if name == cat.PY_ARRAY else (
             DType.I64 if name == "torch.LongTensor" else self._dtype_of(dtype_node, scope)

@@ -9,10 +9,27 @@ are still understood.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from typing import Final
 
 _CONVENTIONAL: Final = {"np": "numpy", "numpy": "numpy", "torch": "torch", "ctypes": "ctypes",
                         "array": "array", "struct": "struct", "mmap": "mmap"}
+
+
+def _imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements of *body*, nested blocks included (statements only: cheap)."""
+    for stmt in body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom):
+            yield stmt
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list) and block:
+                if field in ("handlers", "cases"):
+                    for item in block:
+                        yield from _imports(item.body)
+                else:
+                    yield from _imports(block)
 
 
 class Names:
@@ -32,7 +49,7 @@ class Names:
         self.module = module
         self.aliases: dict[str, str] = {}
         package = module if is_package else module.rpartition(".")[0]
-        for node in ast.walk(tree):
+        for node in _imports(tree.body):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname is not None:

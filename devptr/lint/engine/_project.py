@@ -29,7 +29,8 @@ def module_name(path: Path) -> tuple[str, bool]:
 
 
 class ProjectIndex:
-    """Function summaries of the modules of a scanned tree.
+    """Function summaries of the modules of a scanned tree (those that say something about
+    addresses: they return addresses, encode them, or store a parameter into a table).
 
     Parameters
     ----------
@@ -43,7 +44,7 @@ class ProjectIndex:
     def __init__(self, summaries: Mapping[str, Summary] | None = None,
                  modules: Mapping[str, Path] | None = None) -> None:
         self._summaries: dict[str, Summary] = {
-            k: v for k, v in (summaries or {}).items() if v.interesting
+            k: v for k, v in (summaries or {}).items() if v.exported
         }
         self.modules: dict[str, Path] = dict(modules or {})
         self._short: frozenset[str] | None = None
@@ -51,7 +52,7 @@ class ProjectIndex:
     def add(self, module: str, functions: Mapping[str, Summary]) -> None:
         """Record the summaries of *module*'s functions (``Class.method`` keys included)."""
         for name, summary in functions.items():
-            if summary.interesting:
+            if summary.exported and "." not in name:  # module functions (not methods)
                 self._summaries[f"{module}.{name}" if module else name] = summary
         self._short = None
 
@@ -59,10 +60,13 @@ class ProjectIndex:
         """The summary of the function called *qualname*, if it is known and informative."""
         return self._summaries.get(qualname)
 
-    def interesting_names(self) -> frozenset[str]:
-        """Last names of the informative functions (for cheap text triggers)."""
+    def source_names(self) -> frozenset[str]:
+        """Last names of the functions returning addresses whatever their arguments (a
+        module calling one needs analysis even without an address source of its own)."""
         if self._short is None:
-            self._short = frozenset(k.rpartition(".")[2] for k in self._summaries)
+            self._short = frozenset(
+                k.rpartition(".")[2] for k, v in self._summaries.items() if v.source
+            )
         return self._short
 
     def module_of(self, qualname: str) -> str | None:

@@ -20,29 +20,35 @@ from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._values import Summary
 from devptr.lint.rules import RULES, Rule
 
-_STRONG: Final = re.compile(
-    r"data_ptr|_ptrs\b|\*\*\s*6[34]|<<\s*6[34]|c_int64|c_longlong|c_uint64|c_ulonglong|"
-    r"c_void_p|addressof|__cuda_array_interface__|data\.ptr|cudaMalloc|cuMemAlloc|"
-    r"IpcOpenMemHandle|open_mem_handle|create_shared_buffer|struct\.pack|caching_allocator_alloc"
+_STRONG_TOKENS: Final = (
+    "data_ptr", "_ptrs", "c_int64", "c_longlong", "c_uint64", "c_ulonglong", "c_void_p",
+    "addressof", "__cuda_array_interface__", "data.ptr", "cudaMalloc", "cuMemAlloc",
+    "IpcOpenMemHandle", "open_mem_handle", "create_shared_buffer", "struct.pack",
+    "caching_allocator_alloc",
 )
-"""Text that can start a finding by itself (an address source or a 2**63/2**64 constant)."""
+"""Text that can start a finding by itself (an address source)."""
 
-_U64: Final = re.compile(r"uint64")
+_POWER: Final = re.compile(r"\*\*\s*6[34]|<<\s*6[34]")
 _I64: Final = re.compile(r"(?<!u)int64")
-_PLATFORM: Final = re.compile(r"xpu|platform|device|cuda|rocm|hip", re.IGNORECASE)
-_NAME: Final = re.compile(r"ptrs|addrs|addresses|_addr")
-_TABLE: Final = re.compile(r"tensor\(|as_tensor\(|asarray\(|array\(|fromiter\(|full\(|stack\(")
+_PLATFORM_TOKENS: Final = ("xpu", "platform", "device", "cuda", "rocm", "hip")
+_NAME_TOKENS: Final = ("ptrs", "addrs", "addresses", "_addr")
+_TABLE_TOKENS: Final = ("tensor(", "as_tensor(", "asarray(", "array(", "fromiter(", "full(",
+                        "stack(")
 
 
 def may_have_findings(source: str) -> bool:
     """Cheap text test run before parsing: False means the file cannot have a finding on
     its own (it may still pass addresses to a helper of another module; see
     :func:`analyze_paths`)."""
-    if _STRONG.search(source):
+    if any(token in source for token in _STRONG_TOKENS):
         return True
-    if "uint64" in source and _I64.search(source) and _PLATFORM.search(source):
+    if ("**" in source or "<<" in source) and _POWER.search(source):
         return True
-    return bool(_NAME.search(source) and _TABLE.search(source))
+    if "uint64" in source and _I64.search(source):
+        lowered = source.lower()
+        if any(token in lowered for token in _PLATFORM_TOKENS):
+            return True
+    return any(t in source for t in _NAME_TOKENS) and any(t in source for t in _TABLE_TOKENS)
 
 
 def analyze_source(
@@ -156,7 +162,7 @@ def _run_job(job: _Job) -> _Done:
         return _Done(FileResult(shown, error="too deeply nested to analyze"))
     except Exception as exc:  # an engine bug must not hide the other files' findings
         return _Done(FileResult(shown, error=f"internal engine error: {exc!r}"))
-    keep = {k: v for k, v in functions.items() if v.interesting}
+    keep = {k: v for k, v in functions.items() if v.exported}
     return _Done(FileResult(shown, tuple(findings), parsed=True), module, keep,
                  frozenset(unresolved))
 
@@ -172,7 +178,7 @@ def _summarize_job(job: _Job) -> tuple[str, dict[str, Summary]]:
         module, is_package = module_name(Path(job.path))
         tree = ast.parse(source, filename=job.path)
         analyzer = ModuleAnalyzer(tree, source, job.path, module, None, is_package=is_package)
-        return module, {k: v for k, v in analyzer.summarize().items() if v.interesting}
+        return module, {k: v for k, v in analyzer.summarize().items() if v.exported}
     except (OSError, UnicodeDecodeError, SyntaxError, RecursionError, ValueError):
         return "", {}
 
@@ -289,15 +295,17 @@ def _analyze_files(
                 index.add(module, functions)
         if not len(index):
             return [d.result for d in done]
-        names = index.interesting_names()
-        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
+        names = index.source_names()
+        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b") if (
+            names
+        ) else None
         again: list[int] = []
         for i, d in enumerate(done):
             if d.result.error is not None:
                 continue
             if d.result.parsed and not any(index.lookup(n) for n in d.unresolved):
                 continue
-            if not d.result.parsed and not _mentions(paths[i], pattern):
+            if not d.result.parsed and (pattern is None or not _mentions(paths[i], pattern)):
                 continue
             again.append(i)
         second = _map([_Job(paths[i], rules, index, force=True) for i in again], jobs, None, pool)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Final
 
@@ -79,6 +80,7 @@ def holds_addr(v: Val | None) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def by_name(name: str) -> Val | None:
     """An otherwise unknown name that says it holds an address (``base_addr``, ``src_ptr``)."""
     if syn.ADDRESS_SCALAR_NAME_RE.search(name):

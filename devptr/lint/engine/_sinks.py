@@ -177,7 +177,9 @@ def _table(data: Val, dtype: DType | None, ctor: str) -> Verdict:
     if ctor.startswith("torch."):
         if dtype is DType.U64:
             if signed:
-                return Rule.DP002, f"{short}(..., dtype=torch.uint64) of two's-complement values: {TORCH_NEG_U64}"
+                return Rule.DP002, (
+                    f"{short}(..., dtype=torch.uint64) of two's-complement values: {TORCH_NEG_U64}"
+                )
             return Rule.DP006, f"{short}(..., dtype=torch.uint64) of raw device addresses: {BITS_KEPT}"
         if signed:
             return None

@@ -159,13 +159,21 @@ def is_platform_test(node: ast.AST) -> bool:
     return False
 
 
-FUNCTION_TRIGGER: Final = re.compile(
-    r"data_ptr|uint64|_ptrs?\b|\bptrs?\b|addr|address|<<\s*6[34]|\*\*\s*6[34]|c_int64|"
-    r"c_longlong|c_uint64|c_void_p|struct\.|DevicePtr|__cuda_array_interface__|\.ptr\b|"
-    r"cudaMalloc|cuMemAlloc|IpcOpen|open_mem_handle|shared_buffer|array\(",
-    re.IGNORECASE,
+FUNCTION_TRIGGER: Final = (
+    "ptr", "uint64", "addr", "**6", "** 6", "<<6", "<< 6", "c_int64", "c_longlong",
+    "c_uint64", "c_void_p", "struct.", "deviceptr", "__cuda_array_interface__", "cudamalloc",
+    "cumemalloc", "ipcopen", "open_mem_handle", "shared_buffer", "array(",
 )
-"""Text a function body needs before the report pass walks it (others are summarized)."""
+"""Lowercase text a function body needs before the report pass walks it (others are
+summarized from their annotations)."""
+
+
+SINK_TRIGGER: Final = (
+    "tensor(", "array(", "full(", "fill_(", "fill(", "stack(", "concatenate(", "fromiter(",
+    "frombuffer(", "out=", "int64",
+)
+"""Lowercase text a function body needs before the summary walk looks for parameters
+reaching sinks."""
 
 
 def is_device_decorator(node: ast.expr, names: Names) -> bool:

@@ -145,6 +145,26 @@ class Summary:
     sinks: tuple[ParamSink, ...] = ()
 
     @property
+    def exported(self) -> bool:
+        """Whether callers in other modules learn something about addresses from it."""
+        returns_addr = self.returns is not None and self.returns.kind in (
+            Kind.ADDR, Kind.ADDR_SEQ, Kind.ADDR_ARRAY, Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC
+        )
+        if self.returns is not None and self.returns.kind is Kind.TUPLE:
+            returns_addr = any(
+                v is not None and v.kind in (Kind.ADDR, Kind.ADDR_SEQ, Kind.ADDR_ARRAY)
+                for v in self.returns.items
+            )
+        return bool(returns_addr or self.twos_params or self.sinks)
+
+    @property
+    def source(self) -> bool:
+        """Whether calling it yields addresses whatever the arguments."""
+        return self.returns is not None and self.returns.kind in (
+            Kind.ADDR, Kind.ADDR_SEQ, Kind.ADDR_ARRAY
+        )
+
+    @property
     def interesting(self) -> bool:
         """Whether callers learn anything from this summary."""
         return bool(
