@@ -21,7 +21,7 @@ from devptr.lint.engine._annotations import annotation_val
 from devptr.lint.engine._expressions import ExpressionEvaluator
 from devptr.lint.engine._finding import Fix, FixKind, Span
 from devptr.lint.engine._names import Names
-from devptr.lint.engine._scope import Scope, holds_addr, seq_of
+from devptr.lint.engine._scope import Scope, by_name, holds_addr, seq_of
 from devptr.lint.engine._sinks import (
     Verdict,
     carries_address,
@@ -241,7 +241,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
                         param=p, name="", kind=kind, cont=cont, dtype=dtype, ctor=ctor,
                         is_slice=is_slice(target), where=f"{self.path}:{getattr(node, 'lineno', 0)}",
                     ))
-            return
+            if not value.by_name or kind != "table":
+                return
+            value = Val(Kind.ADDR_SEQ, by_name=True)  # a parameter named for addresses
         if kind == "table":
             self._emit(node, table_verdict(value, dtype, ctor), fix)
         else:
@@ -472,7 +474,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         for i, arg in enumerate(positional):
             val = annotation_val(arg.annotation, self.names)
             inner.env[arg.arg] = val if val is not None and val.kind is not Kind.TUPLE else Val(
-                Kind.PARAM, params=frozenset({i})
+                Kind.PARAM, params=frozenset({i}), by_name=by_name(arg.arg) is not None
             )
         for arg in args.kwonlyargs:
             val = annotation_val(arg.annotation, self.names)
@@ -616,8 +618,15 @@ class ModuleAnalyzer(ExpressionEvaluator):
             return None
         if seq.kind is Kind.PARAM:
             return seq
+        if seq.kind is Kind.ADDR_SEQ and seq.lib is not None:
+            return Val(Kind.ADDR_ARRAY, lib=seq.lib, dtype=seq.dtype, host=seq.host)
         if seq.kind in (Kind.ADDR_SEQ, Kind.ADDR_ARRAY):
             return Val(Kind.ADDR, by_name=seq.by_name, checked=seq.checked, host=seq.host)
+        if seq.kind is Kind.TUPLE:
+            # for v in (hosts, ptrs, sizes): the element may be the list of addresses
+            for item in seq.items:
+                if carries_address(item):
+                    return item
         return None
 
     def _if(self, stmt: ast.If, scope: Scope) -> None:

@@ -396,9 +396,12 @@ class ExpressionEvaluator:
             return self._allocation(node, name, vals, scope)
         if name in cat.OUT_UFUNCS:
             out = syn.kwarg(node, "out")
-            if out is not None and any(is_addr(v) for v in vals):
+            if out is not None and any(is_addr(v) or (
+                v is not None and v.kind is Kind.ADDR_ARRAY) for v in vals
+            ):
                 cont = self.eval(out, scope)
-                addr = next(v for v in vals if is_addr(v))
+                addr = next(v for v in vals if v is not None and v.kind in (
+                    Kind.ADDR, Kind.ADDR_ARRAY))
                 self._sink(node, "store", scope, addr, cont=cont)
             return None
         if name in cat.MAPPING_CONSTRUCTORS or base in ("defaultdict", "OrderedDict"):
@@ -461,7 +464,7 @@ class ExpressionEvaluator:
             return Val(Kind.ADDR_ARRAY, dtype=dt)
         if dt is not None and dt is not DType.OTHER:
             return Val(Kind.ARRAY, dtype=dt)
-        return None
+        return by_name(base)  # get_group_data_ptrs(...): a helper named for addresses
 
     def _ctypes_array(
         self, node: ast.Call, func: ast.expr, vals: list[Val | None], scope: Scope
@@ -550,6 +553,14 @@ class ExpressionEvaluator:
             DType.I64 if name == "torch.LongTensor" else self._dtype_of(dtype_node, scope)
         )
         dtype_unknown = dtype_node is not None and dt is None
+        if name in cat.STACKING_CONSTRUCTORS and isinstance(data_node, ast.List | ast.Tuple) and any(
+            is_arrayish(self.eval(e, scope)) for e in data_node.elts
+        ):
+            return Val(Kind.ADDR_ARRAY if data is not None else Kind.ARRAY, lib=lib, dtype=dt)
+        if name in cat.STACKING_CONSTRUCTORS and data is not None and data.kind is Kind.ADDR_SEQ and (
+            data.lib is not None
+        ):
+            return Val(Kind.ADDR_ARRAY, lib=lib, dtype=dt or data.dtype, host=data.host)
         if name in ("torch.stack", "torch.cat", "torch.concat"):
             if data is not None and data.kind is Kind.ADDR_ARRAY:
                 return data
@@ -622,6 +633,13 @@ class ExpressionEvaluator:
                     arg = Val(Kind.ADDR_SEQ, host=arg.host)
             else:
                 gained = carries_address(arg) or is_param(arg)
+                if arg is not None and arg.kind is Kind.ADDR_ARRAY and (
+                    recv is None or recv.kind is Kind.PLAIN_LIST
+                ):
+                    # a list of address arrays (for np.vstack): remember they are arrays
+                    self._assign(func.value, Val(Kind.ADDR_SEQ, lib=arg.lib or Lib.NUMPY,
+                                                 dtype=arg.dtype, host=arg.host), None, scope)
+                    return _NO_VALUE
             if gained and (recv is None or recv.kind in (Kind.PLAIN_LIST, Kind.ADDR_SEQ, Kind.PARAM)):
                 before = [recv] if recv is not None and recv.kind in (Kind.ADDR_SEQ, Kind.PARAM) else []
                 self._assign(func.value, seq_of([*before, arg]), None, scope)
@@ -631,7 +649,7 @@ class ExpressionEvaluator:
                 self._sink(node, "fill", scope, vals[0], cont=recv)
             return _NO_VALUE
         if recv is None:
-            return _NO_VALUE if attr in ("get", "pop", "setdefault") else None
+            return _NO_VALUE if attr in ("get", "pop", "setdefault") else by_name(attr)
         if recv.kind is Kind.PARAM:
             return recv if attr in ("tolist", "copy", "item", "__int__") else None
         if attr in ("view", "astype", "to", "type") and is_arrayish(recv):

@@ -47,11 +47,13 @@ def seq_of(items: Iterable[Val | None]) -> Val | None:
     """
     found: list[Val] = []
     params: set[int] = set()
+    named = False
     for v in items:
         if v is None:
             continue
         if v.kind is Kind.PARAM:
             params.update(v.params)
+            named = named or v.by_name
         elif v.kind is Kind.TUPLE:
             inner = seq_of(v.items)
             if inner is not None and inner.kind is Kind.PARAM:
@@ -61,7 +63,7 @@ def seq_of(items: Iterable[Val | None]) -> Val | None:
         elif carries_address(v):
             found.append(v)
     if params and not found:
-        return Val(Kind.PARAM, params=frozenset(params))
+        return Val(Kind.PARAM, params=frozenset(params), by_name=named)
     if not found:
         return None
     checked = {v.checked for v in found}

@@ -87,9 +87,20 @@ def _store(cont: Val | None, value: Val, target: ast.Subscript | None, fill: boo
     if cont is not None and cont.kind not in (Kind.ARRAY, Kind.ADDR_ARRAY):
         return None  # dicts, lists, unknown objects
     if cont is None:
-        if target is None or not looks_like_table(target) or value.by_name:
+        if target is None or value.by_name or value.checked is not None:
             return None
-        if value.checked is not None or value.kind is Kind.ADDR_ARRAY:
+        if value.kind is Kind.ADDR_ARRAY:
+            return None
+        if not looks_like_table(target):
+            name = last_name(target.value)
+            if name is not None and TABLE_NAME_RE.search(name) and value.kind is Kind.ADDR and (
+                not isinstance(target.slice, ast.Constant) or isinstance(target.slice.value, int)
+            ):
+                return Rule.DP006, (
+                    "raw device address stored into a table of unknown dtype (named like an "
+                    "address table): a uint64 array keeps the bits unchecked; an int64 one "
+                    f"would raise for addresses >= 2**63 ({NUMPY_I64})"
+                )
             return None
         return Rule.DP001, (
             "raw device addresses stored by slice into a table of unknown dtype: if it is an "

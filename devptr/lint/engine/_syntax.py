@@ -24,7 +24,7 @@ TABLE_NAME_RE: Final = re.compile(r"(ptr|addr|_np$|^np_|desc|table|base)", re.IG
 PLATFORM_RE: Final = re.compile(r"xpu|cuda|rocm|hip|platform|device|backend", re.IGNORECASE)
 
 ADDRESS_SCALAR_NAME_RE: Final = re.compile(
-    r"(^|_)(ptr|addr|address|base_addr|base_ptr)$", re.IGNORECASE
+    r"(^|_)(ptr|addr|base_address|base_addr|base_ptr)$", re.IGNORECASE
 )
 """Names of scalars that hold an address by convention (``src_ptr``, ``base_addr``)."""
 
