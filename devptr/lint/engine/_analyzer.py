@@ -21,6 +21,7 @@ from devptr.lint.engine._annotations import annotation_val
 from devptr.lint.engine._expressions import ExpressionEvaluator
 from devptr.lint.engine._finding import Fix, FixKind, Span
 from devptr.lint.engine._names import Names
+from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._scope import Scope, by_name, holds_addr, seq_of
 from devptr.lint.engine._sinks import (
     Verdict,
@@ -97,6 +98,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         """Offsets where each line starts (line n starts at ``starts[n - 1]``)."""
         self._hot_lines: dict[tuple[str, ...], list[int]] = {}
         self._lower = source.lower()
+        self._suppressions: dict[int, frozenset[str]] | None = None
         self._tainted: tuple[str, ...] | None = None
         self.emitted: dict[tuple[int, int, Rule], Emitted] = {}
         self.functions: dict[str, Summary] = {}
@@ -235,6 +237,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
     ) -> None:
         """A value reaching a store/table sink: a finding, or a parameter-sink summary."""
         if value is not None and value.kind is Kind.PARAM:
+            if self._sink_suppressed(node):
+                return  # `# devptr: ignore[...]` on the sink covers the callers too
             if scope.summarizing and (kind != "store" or cont is not None):
                 for p in value.params:
                     scope.sinks.append(ParamSink(
@@ -248,6 +252,17 @@ class ModuleAnalyzer(ExpressionEvaluator):
             self._emit(node, table_verdict(value, dtype, ctor), fix)
         else:
             self._emit(node, store_verdict(cont, value, target, fill=kind == "fill"), fix)
+
+    def _sink_suppressed(self, node: ast.AST) -> bool:
+        if "devptr:" not in self._source:
+            return False
+        if self._suppressions is None:
+            self._suppressions = suppressions(self._source)
+        stmt = self._stmt
+        first = getattr(stmt, "lineno", None) or getattr(node, "lineno", 1)
+        last = getattr(stmt, "end_lineno", None) or first
+        return any(is_suppressed(self._suppressions, rule.value, first, last)
+                   for rule in (Rule.DP001, Rule.DP002, Rule.DP006, Rule.DP008))
 
     # ------------------------------------------------------------- fixes
 
