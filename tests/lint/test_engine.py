@@ -42,7 +42,10 @@ def test_address_sources(source: str) -> None:
 
 
 def test_host_addresses_are_their_own_category() -> None:
-    src = "import ctypes\nb = ctypes.create_string_buffer(8)\ntorch.tensor([ctypes.addressof(b)], dtype=torch.int64)\n"
+    src = (
+        "import ctypes\nb = ctypes.create_string_buffer(8)\n"
+        "torch.tensor([ctypes.addressof(b)], dtype=torch.int64)\n"
+    )
     found = analyze_source(HEAD + src)
     assert [(f.code, f.category) for f in found] == [("DP008", "host")]
 

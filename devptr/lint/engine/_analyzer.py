@@ -21,7 +21,6 @@ from devptr.lint.engine._annotations import annotation_val
 from devptr.lint.engine._expressions import ExpressionEvaluator
 from devptr.lint.engine._finding import Fix, FixKind, Span
 from devptr.lint.engine._names import Names
-from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._scope import Scope, by_name, holds_addr, seq_of
 from devptr.lint.engine._sinks import (
     Verdict,
@@ -30,6 +29,7 @@ from devptr.lint.engine._sinks import (
     store_verdict,
     table_verdict,
 )
+from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._values import (
     ADDR,
     ADDR_SEQ,
@@ -259,8 +259,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if self._suppressions is None:
             self._suppressions = suppressions(self._source)
         stmt = self._stmt
-        first = getattr(stmt, "lineno", None) or getattr(node, "lineno", 1)
-        last = getattr(stmt, "end_lineno", None) or first
+        first = int(getattr(stmt, "lineno", None) or getattr(node, "lineno", 1))
+        last = int(getattr(stmt, "end_lineno", None) or first)
         return any(is_suppressed(self._suppressions, rule.value, first, last)
                    for rule in (Rule.DP001, Rule.DP002, Rule.DP006, Rule.DP008))
 
