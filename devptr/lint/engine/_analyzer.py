@@ -658,7 +658,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
 
     def _dtype_branch_stmt(self, stmt: ast.If) -> str | None:
         """``if is_xpu(): d = torch.uint64 / else: d = torch.int64`` -> ``"d"``."""
-        if not syn.is_platform_test(stmt.test) or not stmt.orelse:
+        if not stmt.orelse:
             return None
 
         def assigned(body: list[ast.stmt]) -> dict[str, DType]:
@@ -673,7 +673,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
 
         a, b = assigned(stmt.body), assigned(stmt.orelse)
         for name, dt in a.items():
-            if {dt, b.get(name)} == {DType.U64, DType.I64}:
+            if {dt, b.get(name)} == {DType.U64, DType.I64} and syn.is_platform_test(stmt.test):
                 return name
         return None
 
