@@ -252,3 +252,29 @@ def test_progress_bar_and_statistics_do_not_change_findings() -> None:
     }
     assert got == _all_expected()
     assert f"{len(got)} finding(s)" in result.stderr
+
+
+@pytest.mark.slow
+def test_pre_commit_hook_environment_runs_without_torch(tmp_path: Path) -> None:
+    """Install the hook the way pre-commit does (``pip install . <additional_dependencies>``
+    into a fresh venv), run its entry on a fixture: findings, and no torch or numpy there."""
+    import subprocess
+    import venv
+
+    yaml = pytest.importorskip("yaml")
+    hook = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}[
+        "devptr-check"]
+    env_dir = tmp_path / "hook-env"
+    venv.create(env_dir, with_pip=True)
+    python = str(env_dir / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", str(REPO),
+                    *hook["additional_dependencies"]], check=True, capture_output=True)
+    entry = hook["entry"].split()
+    assert entry[0] == "python"
+    proc = subprocess.run([python, *entry[1:], str(FIXTURES / "dp002_positive.py")],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "DP002" in proc.stdout
+    listed = subprocess.run([python, "-m", "pip", "list"], capture_output=True, text=True,
+                            check=True).stdout.lower()
+    assert "torch" not in listed and "numpy" not in listed
