@@ -259,8 +259,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if self._suppressions is None:
             self._suppressions = suppressions(self._source)
         stmt = self._stmt
-        first = int(getattr(stmt, "lineno", None) or getattr(node, "lineno", 1))
-        last = int(getattr(stmt, "end_lineno", None) or first)
+        first: int = getattr(stmt, "lineno", 0) or getattr(node, "lineno", 1) or 1
+        end: int | None = getattr(stmt, "end_lineno", None)
+        last = end if end is not None else first
         return any(is_suppressed(self._suppressions, rule.value, first, last)
                    for rule in (Rule.DP001, Rule.DP002, Rule.DP006, Rule.DP008))
 
