@@ -18,9 +18,15 @@ What it does:
       ``torch.tensor``/``as_tensor``/``full``, ``np.array``/``asarray``/``fromiter``/``full``
       built from RawAddresses without a uint64 dtype;
   ``devptr-raw-arith`` (DP003)
-      a RawAddress combined with a tensor or a non-uint64 numpy array;
-  ``devptr-unchecked-u64`` (DP006)
-      RawAddresses written into a uint64 numpy array or a uint64 table constructor.
+      a RawAddress combined with a numpy array not typed as uint64;
+  ``devptr-unchecked-u64`` (DP006, convention: off unless enabled)
+      RawAddresses written into a uint64 numpy array or a uint64 table constructor;
+  ``devptr-wrapping-arith`` (DP007, convention: off unless enabled)
+      a RawAddress combined with a torch tensor (wraps to the int64 encoding).
+
+  Convention codes are off by default, like the checker's convention rules: turn them on
+  with ``enable_error_code = ["devptr-unchecked-u64", "devptr-wrapping-arith"]``. Every name
+  the plugin recognizes comes from :mod:`devptr.lint.catalogue`.
 
   A ``# devptr: ignore[DP001]`` comment (the checker's suppression) silences the plugin too.
 
@@ -60,7 +66,9 @@ from mypy.types import (
     get_proper_type,
 )
 
-from devptr.lint._suppress import is_suppressed, suppressions
+from devptr.lint import catalogue as cat
+from devptr.lint.engine import _sinks as sinks
+from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.rules import RULES, Rule
 
 RAW_ADDRESS: Final = "devptr.lint._raw.RawAddress"
@@ -69,55 +77,35 @@ _RAW_MODULE: Final = "devptr.lint._raw"
 
 def _code(rule: Rule) -> ErrorCode:
     info = RULES[rule]
-    return ErrorCode(info.mypy_code, info.summary, "devptr")
+    return ErrorCode(info.mypy_code, info.summary, "devptr", default_enabled=info.default)
 
 
 RAW_STORE: Final = _code(Rule.DP001)
 RAW_TABLE: Final = _code(Rule.DP002)
 RAW_ARITH: Final = _code(Rule.DP003)
 UNCHECKED_U64: Final = _code(Rule.DP006)
+WRAPPING_ARITH: Final = _code(Rule.DP007)
 
-TENSOR_CLASSES: Final = frozenset(
-    {"torch._tensor.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"}
-)
+TENSOR_CLASSES: Final = frozenset(c for c in cat.ADDRESS_METHOD_CLASSES if "Tensor" in c)
 """Classes whose ``data_ptr()`` is an address, and whose ``__setitem__`` is a table store."""
-
-STORAGE_CLASSES: Final = frozenset(
-    {
-        "torch.storage.UntypedStorage",
-        "torch.storage.TypedStorage",
-        "torch.storage._StorageBase",
-        "torch._C.StorageBase",
-    }
-)
+STORAGE_CLASSES: Final = frozenset(c for c in cat.ADDRESS_METHOD_CLASSES if "Storage" in c)
 NDARRAY_CLASSES: Final = frozenset({"numpy.ndarray"})
 
 ADDRESS_ARITH_METHODS: Final = frozenset({"__add__", "__radd__", "__sub__", "__and__", "__or__"})
 """Methods of RawAddress whose result with an ``int`` is still an address."""
 
-STORE_METHODS: Final = frozenset({"__setitem__", "fill_", "fill"})
+STORE_METHODS: Final = frozenset({"__setitem__", "fill_", "fill"}) & cat.STORE_METHODS
 ARRAY_ARITH_METHODS: Final = frozenset(
     {"__add__", "__radd__", "__sub__", "__rsub__", "__or__", "__ror__"}
 )
 TABLE_FUNCTIONS: Final = frozenset(
-    {
-        "torch._C._VariableFunctions.tensor",
-        "torch._C._VariableFunctions.as_tensor",
-        "torch._C._VariableFunctions.asarray",
-        "torch._C._VariableFunctions.full",
-        "numpy._core.multiarray.array",
-        "numpy._core.multiarray.asarray",
-        "numpy._core.multiarray.asanyarray",
-        "numpy._core.multiarray.ascontiguousarray",
-        "numpy._core.multiarray.fromiter",
-        "numpy._core.numeric.full",
-        "numpy.core.multiarray.array",
-        "numpy.core.multiarray.asarray",
-        "numpy.core.multiarray.fromiter",
-        "numpy.core.numeric.full",
-    }
+    full for full, name in cat.MYPY_FULLNAMES.items()
+    if name in cat.TABLE_CONSTRUCTORS | cat.FILL_CONSTRUCTORS
 )
-_FILL_VALUE_FUNCTIONS: Final = frozenset(n for n in TABLE_FUNCTIONS if n.endswith(".full"))
+"""mypy full names of the catalogue's table constructors (``devptr.lint.catalogue``)."""
+_FILL_VALUE_FUNCTIONS: Final = frozenset(
+    full for full in TABLE_FUNCTIONS if cat.MYPY_FULLNAMES[full] in cat.FILL_CONSTRUCTORS
+)
 
 
 def _is_raw(typ: Type, depth: int = 0) -> bool:
@@ -183,12 +171,11 @@ def _is_uint64_array(typ: Type) -> bool:
 
 
 def _dtype_is_uint64(expr: Expression | None) -> bool:
-    if isinstance(expr, MemberExpr):
-        return expr.name in ("uint64", "ulonglong")
-    if isinstance(expr, NameExpr):
-        return expr.name in ("uint64", "U64")
+    if isinstance(expr, MemberExpr | NameExpr):
+        full = expr.fullname or expr.name
+        return full in cat.U64_DTYPES or expr.name in ("uint64", "ulonglong", "U64")
     if isinstance(expr, StrExpr):
-        return expr.value in ("uint64", "u8", "Q", "<u8")
+        return expr.value in cat.U64_DTYPE_STRINGS
     return False
 
 
@@ -219,6 +206,7 @@ _CODES: Final = {
     Rule.DP002: RAW_TABLE,
     Rule.DP003: RAW_ARITH,
     Rule.DP006: UNCHECKED_U64,
+    Rule.DP007: WRAPPING_ARITH,
 }
 _suppression_cache: dict[str, dict[int, frozenset[str]]] = {}
 
@@ -255,19 +243,26 @@ def _store_hook(torch_side: bool) -> Callable[[MethodContext], Type]:
         if not values or not _is_raw(values[-1]):
             return ctx.default_return_type
         if not torch_side and _is_uint64_array(ctx.type):
-            _report(ctx, Rule.DP006, "raw device address written into a uint64 numpy array "
-                    "without devptr")
+            _report(ctx, Rule.DP006, "raw device address written into a uint64 numpy array: "
+                    f"{sinks.BITS_KEPT}")
+        elif torch_side:
+            _report(ctx, Rule.DP001, "raw device address stored into a torch tensor: if int64, "
+                    f"{sinks.TORCH_SETITEM_I64}; if uint64, {sinks.TORCH_SETITEM_U64}")
         else:
-            where = "a torch tensor" if torch_side else "a numpy array not typed as uint64"
-            _report(ctx, Rule.DP001, f"raw device address stored into {where}")
+            _report(ctx, Rule.DP001, "raw device address stored into a numpy array not typed "
+                    f"as uint64: if int64, {sinks.NUMPY_I64}")
         return ctx.default_return_type
 
     return hook
 
 
 def _arith_fail(ctx: MethodContext, torch_side: bool) -> None:
-    where = "a torch tensor" if torch_side else "a numpy array not typed as uint64"
-    _report(ctx, Rule.DP003, f"raw device address combined with {where}")
+    if torch_side:
+        _report(ctx, Rule.DP007, "raw device address combined with a torch tensor: an int64 "
+                "tensor wraps an address >= 2**63 to its two's complement, unchecked")
+    else:
+        _report(ctx, Rule.DP003, "raw device address combined with a numpy array not typed as "
+                f"uint64: if int64, {sinks.NUMPY_I64}")
 
 
 def _table_hook(fullname: str) -> Callable[[FunctionContext], Type]:
@@ -281,11 +276,15 @@ def _table_hook(fullname: str) -> Callable[[FunctionContext], Type]:
         if data is None or not _holds_raw(ctx, data[1], data[0]):
             return ctx.default_return_type
         if _dtype_is_uint64(_keyword(ctx, "dtype")):
-            _report(ctx, Rule.DP006, f"{short}() builds a uint64 table from raw addresses "
-                    "without devptr")
+            _report(ctx, Rule.DP006, f"{short}(..., dtype=uint64) of raw device addresses: "
+                    f"{sinks.BITS_KEPT}")
+        elif fullname.startswith("torch."):
+            _report(ctx, Rule.DP002, f"{short}() of raw device addresses without a uint64 "
+                    f"dtype: {sinks.TORCH_SETITEM_I64 if not fill else sinks.TORCH_FULL_I64} "
+                    "for addresses >= 2**63 when int64")
         else:
-            _report(ctx, Rule.DP002, f"{short}() builds an integer table from raw addresses "
-                    "without a uint64 dtype")
+            _report(ctx, Rule.DP002, f"{short}() of raw device addresses without a uint64 "
+                    f"dtype: {sinks.NUMPY_I64} (int64) or {sinks.NUMPY_FLOAT} (no dtype)")
         return ctx.default_return_type
 
     return hook

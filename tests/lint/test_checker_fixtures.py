@@ -40,7 +40,7 @@ def test_check_source_api_and_rule_filter() -> None:
         "    t[0] = x.data_ptr()\n"
     )
     found = check_source(src, "mem.py")
-    assert [(f.path, f.line, f.col, f.code) for f in found] == [("mem.py", 4, 5, "DP001")]
+    assert [(f.path, f.line, f.col, f.code) for f in found] == [("mem.py", 4, 4, "DP001")]
     assert check_source(src, "mem.py", rules=frozenset({Rule.DP002})) == []
     with pytest.raises(SyntaxError):
         check_source("def f(:\n", "bad.py")

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from devptr.cli import app
+from devptr.lint.rules import Rule
 from tests.lint._expect import FIXTURES, expected, fixture_files
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ def _all_expected() -> set[tuple[str, int, str]]:
 
 
 def test_text_output_lists_every_expected_finding_and_exits_1() -> None:
-    code, out = _check(str(FIXTURES), "--no-progress")
+    code, out = _check(str(FIXTURES), "--no-progress", "--select", "ALL")
     assert code == 1
     got = set()
     for line in out.splitlines():
@@ -44,22 +45,103 @@ def test_negative_files_exit_0_with_no_output() -> None:
 
 
 def test_json_format() -> None:
-    code, out = _check(str(FIXTURES), "--format", "json")
+    code, out = _check(str(FIXTURES), "--format", "json", "--select", "ALL")
     assert code == 1
     payload = json.loads(out)
     assert payload["errors"] == []
     got = {(Path(f["path"]).name, f["line"], f["code"]) for f in payload["findings"]}
     assert got == _all_expected()
     first = payload["findings"][0]
-    assert set(first) == {"path", "line", "column", "code", "name", "message", "fix"}
+    assert set(first) == {"path", "line", "column", "end_line", "end_column", "code", "name",
+                          "category", "message", "fix", "autofix"}
+
+
+def test_defaults_report_defects_only() -> None:
+    code, out = _check(str(FIXTURES))
+    assert code == 1
+    got = {(Path(m["path"]).name, int(m["line"]), m["code"])
+           for m in map(_TEXT.match, out.splitlines()) if m}
+    from devptr.lint.rules import DEFAULT_RULES
+
+    assert got == {e for e in _all_expected() if Rule(e[2]) in DEFAULT_RULES}
+    assert {code for _, _, code in got} == {"DP001", "DP002", "DP003"}
+
+
+def test_select_is_comma_separated_and_repeatable() -> None:
+    one = _check(str(FIXTURES), "--select", "DP004,DP006")
+    two = _check(str(FIXTURES), "--select", "DP004", "--select", "DP006")
+    assert one == two
+    assert {m["code"] for m in map(_TEXT.match, one[1].splitlines()) if m} == {"DP004", "DP006"}
+    by_category = _check(str(FIXTURES), "--select", "convention")
+    assert {m["code"] for m in map(_TEXT.match, by_category[1].splitlines()) if m} == {
+        "DP004", "DP005", "DP006", "DP007"}
+
+
+@pytest.mark.parametrize("flag", ["--select", "--ignore", "--extend-select"])
+def test_selection_errors_name_the_flag(flag: str) -> None:
+    result = runner.invoke(app, ["check", str(FIXTURES), flag, "DP001,DP9"])
+    assert result.exit_code == 2
+    assert f"{flag}: unknown rule selector 'DP9'" in result.stderr
+    assert "[tool.devptr]" not in result.stderr
+
+
+def test_sarif_format() -> None:
+    code, out = _check(str(FIXTURES / "dp001_positive.py"), "--format", "sarif")
+    assert code == 1
+    log = json.loads(out)
+    assert log["version"] == "2.1.0"
+    run = log["runs"][0]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [r.value for r in Rule]
+    lines = {r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in run["results"]}
+    assert lines == {line for line, _ in expected(FIXTURES / "dp001_positive.py", "check")}
+    assert {r["level"] for r in run["results"]} == {"error"}
+
+
+def test_json_stays_on_stdout_under_a_terminal(tmp_path: Path) -> None:
+    """Run the real command with stdout and stderr on a pseudo-terminal: the JSON is the
+    whole of stdout (no progress bar, no colour codes), the summary goes to stderr."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    files = [str(FIXTURES)] * 1
+    out_master, out_slave = pty.openpty()
+    err_master, err_slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "80", "TERM": "xterm"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "devptr.cli", "check", *files, "--format", "json",
+         "--select", "ALL", "--progress"],
+        stdout=out_slave, stderr=err_slave, stdin=subprocess.DEVNULL, env=env,
+    )
+    os.close(out_slave)
+    os.close(err_slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(out_master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=120)
+    os.close(out_master)
+    os.close(err_master)
+    text = b"".join(chunks).decode().replace("\r\n", "\n")
+    assert proc.returncode == 1
+    payload = json.loads(text)
+    got = {(Path(f["path"]).name, f["line"], f["code"]) for f in payload["findings"]}
+    assert got == _all_expected()
 
 
 def test_github_format() -> None:
-    code, out = _check(str(FIXTURES / "dp005_positive.py"), "--format", "github")
+    code, out = _check(str(FIXTURES / "dp005_positive.py"), "--format", "github", "--select", "ALL")
     assert code == 1
     lines = out.splitlines()
     assert len(lines) == len(expected(FIXTURES / "dp005_positive.py", "check"))
-    assert all(re.match(r"^::error file=.+,line=\d+,col=\d+,title=DP005 .+::.+", ln) for ln in lines)
+    assert all(re.match(r"^::warning file=.+,line=\d+,col=\d+,.*title=DP005 .+::.+", ln)
+               for ln in lines)
 
 
 def test_select_and_ignore_options() -> None:
@@ -136,8 +218,14 @@ def test_pre_commit_hook_definition() -> None:
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     ids = {h["id"]: h for h in hooks}
     assert set(ids) == {"devptr-check", "devptr-check-system"}
+    isolated = ids["devptr-check"]
+    # the isolated hook installs devptr without its dependencies (no torch), then only
+    # what `python -m devptr.lint` imports
+    deps = isolated["additional_dependencies"]
+    assert deps[0] == "--no-deps" and not any(d.startswith(("torch", "numpy")) for d in deps)
+    assert isolated["entry"].split()[:3] == ["python", "-m", "devptr.lint"]
+    assert ids["devptr-check-system"]["entry"].split()[:2] == ["devptr", "check"]
     for hook in hooks:
-        assert hook["entry"].split()[:2] == ["devptr", "check"]
         assert "--force-exclude" in hook["entry"]
         assert "python" in hook["types_or"]
 
@@ -154,7 +242,7 @@ def test_docs_cover_every_rule() -> None:
 
 def test_progress_bar_and_statistics_do_not_change_findings() -> None:
     result = runner.invoke(
-        app, ["check", str(FIXTURES), "--progress", "--statistics", "--jobs", "2"]
+        app, ["check", str(FIXTURES), "--progress", "--statistics", "--jobs", "2", "--select", "ALL"]
     )
     assert result.exit_code == 1
     got = {
@@ -164,3 +252,29 @@ def test_progress_bar_and_statistics_do_not_change_findings() -> None:
     }
     assert got == _all_expected()
     assert f"{len(got)} finding(s)" in result.stderr
+
+
+@pytest.mark.slow
+def test_pre_commit_hook_environment_runs_without_torch(tmp_path: Path) -> None:
+    """Install the hook the way pre-commit does (``pip install . <additional_dependencies>``
+    into a fresh venv), run its entry on a fixture: findings, and no torch or numpy there."""
+    import subprocess
+    import venv
+
+    yaml = pytest.importorskip("yaml")
+    hook = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}[
+        "devptr-check"]
+    env_dir = tmp_path / "hook-env"
+    venv.create(env_dir, with_pip=True)
+    python = str(env_dir / "bin" / "python")
+    subprocess.run([python, "-m", "pip", "install", "-q", str(REPO),
+                    *hook["additional_dependencies"]], check=True, capture_output=True)
+    entry = hook["entry"].split()
+    assert entry[0] == "python"
+    proc = subprocess.run([python, *entry[1:], str(FIXTURES / "dp002_positive.py")],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "DP002" in proc.stdout
+    listed = subprocess.run([python, "-m", "pip", "list"], capture_output=True, text=True,
+                            check=True).stdout.lower()
+    assert "torch" not in listed and "numpy" not in listed

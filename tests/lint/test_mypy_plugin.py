@@ -27,6 +27,7 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple
         "plugins = devptr.mypy_plugin\n"
         f"mypy_path = {REPO}\n"
         "python_version = 3.11\n"
+        "enable_error_code = devptr-unchecked-u64, devptr-wrapping-arith\n"
         "[mypy-devptr.*]\n"
         "follow_imports = silent\n"
     )
@@ -89,3 +90,49 @@ def test_importing_devptr_does_not_import_mypy() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_checker_imports_neither_torch_nor_numpy() -> None:
+    """What the pre-commit hook relies on: `python -m devptr.lint` needs no torch."""
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['devptr.lint', '--help']\n"
+        "try:\n    runpy.run_module('devptr.lint', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "from devptr.lint.engine import analyze_source\n"
+        "analyze_source('import torch\\ntorch.tensor([x.data_ptr()])\\n')\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy'))\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, capture_output=True)
+
+
+README_INSTALL = 'pip install -e ".[lint]"'
+
+
+@pytest.mark.slow
+def test_plugin_works_after_the_readme_install(tmp_path: Path) -> None:
+    """Follow the README's commands exactly in a fresh venv (no system site-packages):
+    `python -m venv`, `pip install -e ".[lint]"`, then mypy with the plugin on a module
+    that stores a data_ptr() into a tensor. pip downloads what the venv needs (torch
+    included), so this is slow; pip's index settings come from the environment as usual."""
+    import shlex
+    import venv
+
+    assert README_INSTALL in (REPO / "README.md").read_text()
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    subprocess.run([str(python), "-m", *shlex.split(README_INSTALL)], check=True, cwd=REPO,
+                   capture_output=True)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.mypy]\nplugins = ["devptr.mypy_plugin"]\n')
+    (project / "mod.py").write_text(
+        "import torch\n\n\ndef f(t: torch.Tensor) -> None:\n"
+        "    table = torch.empty(1, dtype=torch.int64)\n    table[0] = t.data_ptr()\n"
+    )
+    proc = subprocess.run([str(python), "-m", "mypy", "mod.py"], cwd=project,
+                          capture_output=True, text=True, check=False)
+    assert "Cannot find implementation" not in proc.stdout, proc.stdout
+    assert "mod.py:6: error:" in proc.stdout and "[devptr-raw-store]" in proc.stdout, proc.stdout
