@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import attrs
 
 from devptr.lint.rules import Rule
+from devptr.migrate._base import default_rules
 from devptr.migrate._engine import Outcome, migrate_file
 
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist"})
@@ -42,14 +43,29 @@ def display_name(path: Path) -> str:
         return str(path)
 
 
-def _work(job: tuple[str, frozenset[Rule]]) -> Outcome:
+def _work(job: tuple[str, frozenset[Rule], bool]) -> Outcome:
     path = Path(job[0])
-    return migrate_file(path, job[1], display_name(path))
+    return migrate_file(path, job[1], display_name(path), unsafe_fixes=job[2])
 
 
-def iter_outcomes(files: list[Path], rules: frozenset[Rule], jobs: int = 1) -> Iterator[Outcome]:
-    """Migrate every file (in memory) and yield outcomes in file order."""
-    work = [(str(f), rules) for f in files]
+def default_jobs() -> int:
+    """Worker processes when none are asked for: every core."""
+    return os.cpu_count() or 1
+
+
+def iter_outcomes(
+    files: list[Path],
+    rules: frozenset[Rule],
+    jobs: int | None = None,
+    *,
+    unsafe_fixes: bool = False,
+) -> Iterator[Outcome]:
+    """Migrate every file (in memory) and yield outcomes in file order.
+
+    ``jobs`` worker processes (default: every core); files are read in the workers.
+    """
+    jobs = default_jobs() if jobs is None else jobs
+    work = [(str(f), rules, unsafe_fixes) for f in files]
     if jobs <= 1 or len(work) < 2:
         yield from map(_work, work)
         return
@@ -64,6 +80,7 @@ class Summary:
     scanned: int = 0
     changed: int = 0
     rewrites: Counter[Rule] = attrs.field(factory=Counter)
+    unsafe: Counter[Rule] = attrs.field(factory=Counter)
     todos: Counter[Rule] = attrs.field(factory=Counter)
     failures: list[tuple[str, str]] = attrs.field(factory=list)
     changed_paths: list[str] = attrs.field(factory=list)
@@ -78,27 +95,60 @@ class Summary:
             self.changed += 1
             self.changed_paths.append(outcome.path)
         self.rewrites.update(outcome.rewrites)
+        self.unsafe.update(outcome.unsafe)
         self.todos.update(outcome.todos)
 
 
+def _rule_codes(values: Sequence[str] | str | None, flag: str) -> set[Rule] | None:
+    """Rules named by a repeatable, comma-separated option; None when not given."""
+    if values is None:
+        return None
+    items = [values] if isinstance(values, str) else list(values)
+    if not items:
+        return None
+    found: set[Rule] = set()
+    for item in items:
+        for part in item.split(","):
+            code = part.strip().upper()
+            if not code:
+                continue
+            if code == "ALL":
+                found.update(Rule)
+                continue
+            try:
+                found.add(Rule(code))
+            except ValueError:
+                known = ", ".join(r.value for r in Rule)
+                raise ValueError(
+                    f"{flag}: unknown rule {part.strip()!r} (known: {known}, or ALL)"
+                ) from None
+    return found
+
+
+def parse_rules(
+    select: Sequence[str] | str | None = None, ignore: Sequence[str] | str | None = None
+) -> frozenset[Rule]:
+    """The rules a run uses: ``--select`` (default: the defect rules) minus ``--ignore``.
+
+    Both options take comma-separated rule ids, may be repeated, and accept ``ALL``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown rule id; the message names the option.
+    """
+    chosen = _rule_codes(select, "--select")
+    ignored = _rule_codes(ignore, "--ignore") or set()
+    base = set(default_rules()) if chosen is None else chosen
+    return frozenset(base - ignored)
+
+
 def parse_select(select: str | None) -> frozenset[Rule]:
-    """``"DP001,DP004"`` -> those rules; None or empty -> every rule.
+    """``"DP001,DP004"`` -> those rules; None or empty -> the default rules.
 
     Raises
     ------
     ValueError
         For an unknown rule id.
     """
-    if not select:
-        return frozenset(Rule)
-    rules: set[Rule] = set()
-    for part in select.split(","):
-        code = part.strip().upper()
-        if not code:
-            continue
-        try:
-            rules.add(Rule(code))
-        except ValueError:
-            known = ", ".join(r.value for r in Rule)
-            raise ValueError(f"unknown rule {part.strip()!r} (known: {known})") from None
-    return frozenset(rules)
+    return parse_rules(select or None)

@@ -29,10 +29,22 @@ LOW_ADDRESSES = (0x7F3A_0000_1000, 0x10_0000, (1 << 63) - 8)
 TORCH_214 = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 14)
 
 
-def _forms(before: str, rule: Rule) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """Execute the before form and the codemod's after form; return both namespaces."""
+def _forms(
+    before: str, rule: Rule, *, unsafe_fixes: bool = False
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Execute the before form and the codemod's after form; return both namespaces.
+
+    With ``unsafe_fixes`` the fix must be unsafe: without the flag the source must be left
+    as it was, apart from a TODO naming the risk.
+    """
     before = textwrap.dedent(before)
-    outcome = migrate_source(before, rules=[rule], filename="pattern.py")
+    if unsafe_fixes:
+        held = migrate_source(before, rules=[rule], filename="pattern.py")
+        assert not held.rewrites and held.todos == {rule: 1}, held.warnings
+        assert "unsafe fix not applied" in held.new
+    outcome = migrate_source(
+        before, rules=[rule], filename="pattern.py", unsafe_fixes=unsafe_fixes
+    )
     assert outcome.changed, "the codemod must rewrite this pattern"
     assert not outcome.todos, outcome.warnings
     namespaces = []
