@@ -62,4 +62,10 @@ def ensure_devptr_import(module: cst.Module) -> cst.Module:
         if _is_import(stmt) or _is_preamble(stmt, k):
             after = k + 1
     new = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(cst.Name("devptr"))])])
-    return module.with_changes(body=[*body[:after], new, *body[after:]])
+    rest = body[after:]
+    if rest and not _is_import(rest[0]):
+        head = rest[0]
+        lines = list(head.leading_lines)
+        if not lines or lines[0].comment is not None:
+            rest[0] = head.with_changes(leading_lines=[cst.EmptyLine(), *lines])
+    return module.with_changes(body=[*body[:after], new, *rest])

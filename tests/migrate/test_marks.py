@@ -7,6 +7,20 @@ import textwrap
 from devptr.lint.rules import Rule
 from devptr.migrate import migrate_source
 
+def todo_blocks(text: str) -> list[tuple[int, str]]:
+    """(index of the line after the comment, whole comment text) of each TODO[devptr]."""
+    lines = text.splitlines()
+    found = []
+    for k, line in enumerate(lines):
+        if line.strip().startswith("# TODO[devptr]:"):
+            parts, j = [line.strip()[2:]], k + 1
+            while lines[j].strip().startswith("#   "):
+                parts.append(lines[j].strip()[4:])
+                j += 1
+            found.append((j, " ".join(parts)))
+    return found
+
+
 EC_LOAD = textwrap.dedent(
     """
     import numpy as np
@@ -26,23 +40,24 @@ EC_LOAD = textwrap.dedent(
 
 
 def test_checker_finding_the_codemods_cannot_prove_is_marked_once() -> None:
-    first = migrate_source(EC_LOAD, filename="ec.py")
-    # the uint64 spelling is rewritten; `dst_base + first_blocks * block_size` is not
+    first = migrate_source(EC_LOAD, filename="ec.py", unsafe_fixes=True)
+    # the uint64 spelling is rewritten (an unsafe fix); `dst_base + first_blocks * block_size` is not
     # (the codemod does not follow tuple unpacking), but devptr check flags it: a TODO
     # goes above the statement holding it
     assert first.rewrites == {Rule.DP003: 1}
     assert "devptr.addresses(src_base, slots, block_size)" in first.new
     assert "dst_base + first_blocks * block_size" in first.new
     lines = first.new.splitlines()
-    todo = [k for k, line in enumerate(lines) if "TODO[devptr]" in line]
-    assert len(todo) == 1
-    assert lines[todo[0]].strip().startswith("# TODO[devptr]: DP003 ")
-    assert lines[todo[0]].endswith("(devptr check)")
-    assert lines[todo[0] + 1] == "    bufs.add_copies("
+    blocks = todo_blocks(first.new)
+    assert len(blocks) == 1
+    after, text = blocks[0]
+    assert text.startswith("TODO[devptr]: DP003 ") and text.endswith("(devptr check)")
+    assert lines[after] == "    bufs.add_copies("
+    assert max(map(len, lines)) <= 88
     assert first.todos == {Rule.DP003: 1}
-    second = migrate_source(first.new, filename="ec.py")
+    second = migrate_source(first.new, filename="ec.py", unsafe_fixes=True)
     assert not second.changed
-    assert second.todos == {}
+    assert second.todos == {} and second.warnings == ()
 
 
 def test_unrecognised_table_gets_checker_todo() -> None:
@@ -58,19 +73,22 @@ def test_unrecognised_table_gets_checker_todo() -> None:
             return async_tensor_h2d(tensor_ptrs, dtype=torch.uint64, device=device)
         """
     )
-    first = migrate_source(code, filename="lora.py")
+    assert not migrate_source(code, filename="lora.py").changed  # DP006: convention
+    first = migrate_source(code, filename="lora.py", rules=[Rule.DP006])
     assert first.changed and not first.rewrites
-    todo_lines = [line for line in first.new.splitlines() if "TODO[devptr]" in line]
-    assert len(todo_lines) == 1
-    assert todo_lines[0].strip().startswith("# TODO[devptr]: DP006")
-    assert todo_lines[0].endswith("(devptr check)")
-    assert first.new.splitlines().index(todo_lines[0]) + 1 == first.new.splitlines().index(
+    blocks = todo_blocks(first.new)
+    assert len(blocks) == 1
+    after, text = blocks[0]
+    assert text.startswith("TODO[devptr]: DP006") and text.endswith("(devptr check)")
+    assert first.new.splitlines()[after] == (
         "    return async_tensor_h2d(tensor_ptrs, dtype=torch.uint64, device=device)"
     )
+    # the warning names the line of the file as written
+    assert [w.split(":")[1] for w in first.warnings] == ["9"]
     assert any(w.startswith("lora.py:") and "DP006" in w for w in first.warnings)
     assert first.todos == {Rule.DP006: 1}
-    again = migrate_source(first.new, filename="lora.py")
-    assert not again.changed and again.todos == {}
+    again = migrate_source(first.new, filename="lora.py", rules=[Rule.DP006])
+    assert not again.changed and again.todos == {} and again.warnings == ()
 
 
 def test_marking_can_be_turned_off_and_respects_select() -> None:
