@@ -36,10 +36,10 @@ from devptr.migrate._base import (
 )
 from devptr.migrate._imports import ensure_devptr_import
 from devptr.migrate._layout import fit_calls, wrap_todos
-from devptr.migrate._positions import LineMap
-from devptr.migrate._project import line_length_for
 from devptr.migrate._marks import checker_findings
 from devptr.migrate._marks import mark_findings as _mark
+from devptr.migrate._positions import LineMap
+from devptr.migrate._project import line_length_for
 from devptr.migrate.dp001_store import StoreCodemod
 from devptr.migrate.dp002_table import TableCodemod
 from devptr.migrate.dp003_arith import ArithmeticCodemod

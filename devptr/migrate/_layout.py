@@ -130,7 +130,7 @@ def fit_calls(module: cst.Module, old: str, limit: int) -> cst.Module:
             holding = [c for c in calls if c[0] <= line <= c[1]]
             if not holding:
                 continue
-            start, end, _, call = min(holding, key=lambda c: (c[0], -c[1], c[2]))
+            start, _, _, call = min(holding, key=lambda c: (c[0], -c[1], c[2]))
             blocks = [s for s in statements if s[0] <= start <= s[1]]
             block_indent = max(blocks, key=lambda s: s[0])[2] if blocks else 0
             text = lines[start - 1]

@@ -31,7 +31,6 @@ from devptr.migrate._base import (
     with_todos,
 )
 
-
 Finding = tuple[int, int, Rule, str]
 """(line, column, rule, message) of a ``devptr check`` finding, 1-based."""
 

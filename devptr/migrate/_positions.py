@@ -32,7 +32,7 @@ class LineMap:
         k = bisect.bisect_right(self._starts, line - 1) - 1
         if k < 0:
             return line
-        j1, j2, i1, i2, tag = self._blocks[k]
+        j1, _, i1, i2, tag = self._blocks[k]
         offset = line - 1 - j1
         if tag == "equal":
             return i1 + offset + 1

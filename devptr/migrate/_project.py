@@ -8,9 +8,10 @@ above; 88 (ruff's and black's default) when none sets it.
 from __future__ import annotations
 
 import functools
-import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from devptr.migrate._base import DEFAULT_LINE_LENGTH
 

@@ -45,7 +45,7 @@ class TwiceCodemodTest(unittest.TestCase):
             line_length=line_length,
         )
 
-    def assertCodemod(  # noqa: N802 - the name libcst's CodemodTest uses
+    def assertCodemod(
         self,
         before: str,
         after: str,

@@ -150,7 +150,7 @@ def test_default_run_applies_safe_defect_fixes_and_counts_what_it_wrote(tree: Pa
     added = sum(migrated[k].count("# TODO[devptr]:") - original[k].count("# TODO[devptr]:")
                 for k in migrated)  # fmt: skip
     table = err[err.index("devptr migrate") :]
-    total = table.splitlines()[[i for i, ln in enumerate(table.splitlines()) if "total" in ln][0]]
+    total = next(ln for ln in table.splitlines() if "total" in ln)
     numbers = [int(x) for x in total.replace("│", " ").split() if x.isdigit()]
     assert numbers[-1] == added  # TODOs counted == TODO comments written
     for name, text in migrated.items():
@@ -202,8 +202,7 @@ def test_diff_goes_to_the_redirected_stdout_under_a_terminal(tree: Path, tmp_pat
     try:
         with patch.open("w") as out:
             proc = subprocess.run(
-                [sys.executable, "-m", "devptr.cli", "migrate", str(tree), "--diff",
-                 "--unsafe-fixes"],  # fmt: skip
+                [sys.executable, "-m", "devptr.cli", "migrate", str(tree), "--diff", "--unsafe-fixes"],
                 stdin=follower,
                 stdout=out,
                 stderr=follower,

@@ -7,6 +7,7 @@ import textwrap
 from devptr.lint.rules import Rule
 from devptr.migrate import migrate_source
 
+
 def todo_blocks(text: str) -> list[tuple[int, str]]:
     """(index of the line after the comment, whole comment text) of each TODO[devptr]."""
     lines = text.splitlines()
