@@ -11,13 +11,21 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing as mp
+import os
+import pickle
+import socket
+import tempfile
 import threading
-from collections.abc import Callable, Iterator
-from typing import Final
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
 
 import torch
 
-from devptr._errors import AddressRangeError, PtrTypeError, describe
+from devptr._errors import AddressRangeError, DevPtrError, PtrTypeError, describe
 from devptr._ptr import ADDR_LIMIT, SIGN_BIT, DevicePtr
 
 XPU_BASE: Final = 0xFFFF81AB54E01000
@@ -126,3 +134,168 @@ try:  # the fixture, when pytest is importable (test environments)
 
 except ImportError:  # pragma: no cover - pytest absent at runtime
     pass
+
+
+# -- shared fakes and process helpers (appended: fake state tensors, spawn) ----------------
+
+
+class FakeState:
+    """A state tensor's shape, strides and element size (from a meta tensor) at a chosen address.
+
+    Stands in for a Mamba/conv state tensor on host paths that only read ``shape``,
+    ``stride()``, ``element_size()`` and ``data_ptr()``; no memory is allocated (the meta
+    tensor holds no storage), so ``addr`` may be any 64-bit value, e.g. >= 2**63.
+    """
+
+    def __init__(self, addr: int, shape: Sequence[int], dtype: torch.dtype) -> None:
+        if type(addr) is not int:
+            raise PtrTypeError(f"addr must be an int (got {describe(addr)})")
+        if not 0 <= addr < ADDR_LIMIT:
+            raise AddressRangeError(f"addr must be within [0, 2**64) (got {addr:#x})")
+        self._t = torch.empty(tuple(shape), dtype=dtype, device="meta")
+        self._addr = addr
+        self.shape = self._t.shape
+
+    def stride(self) -> tuple[int, ...]:
+        return tuple(self._t.stride())
+
+    def element_size(self) -> int:
+        return self._t.element_size()
+
+    def data_ptr(self) -> int:
+        return self._addr
+
+    def __repr__(self) -> str:
+        return f"FakeState({self._addr:#x}, {tuple(self.shape)}, {self._t.dtype})"
+
+
+NO_MULTICAST: Final[Mapping[str, str]] = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
+"""Environment that keeps NVLink multicast off in NCCL, torch symmetric memory and NVSHMEM."""
+
+
+class SpawnError(DevPtrError, RuntimeError):
+    """A rank started by :func:`spawn` raised, hung past the timeout, or died."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (for ``init_method``)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rank_main(
+    fn: Callable[..., object],
+    rank: int,
+    world_size: int,
+    port: int,
+    backend: str | None,
+    env: Mapping[str, str],
+    args: tuple[object, ...],
+    out_dir: str,
+) -> None:
+    """Child-process entry of :func:`spawn`: set up, call ``fn``, pickle its result or error."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), **env)
+    outcome: tuple[str, object]
+    try:
+        if backend is not None:
+            import datetime
+
+            import torch.distributed as dist
+
+            kwargs: dict[str, Any] = {}
+            if backend == "nccl":
+                torch.cuda.set_device(rank)
+                kwargs["device_id"] = torch.device("cuda", rank)
+            dist.init_process_group(
+                backend,
+                init_method=f"tcp://127.0.0.1:{port}",
+                rank=rank,
+                world_size=world_size,
+                timeout=datetime.timedelta(seconds=120),
+                **kwargs,
+            )
+        try:
+            outcome = ("ok", fn(rank, world_size, *args))
+        finally:
+            if backend is not None:
+                import torch.distributed as dist
+
+                if dist.is_initialized():
+                    dist.destroy_process_group()
+    except BaseException:
+        outcome = ("error", traceback.format_exc())
+    path = Path(out_dir, f"rank{rank}.pickle")
+    try:
+        payload = pickle.dumps(outcome)
+    except Exception:
+        payload = pickle.dumps(("error", f"rank {rank}: result not picklable\n{traceback.format_exc()}"))
+    path.write_bytes(payload)
+
+
+def spawn(
+    fn: Callable[..., object],
+    world_size: int,
+    *,
+    backend: str | None = None,
+    args: Sequence[object] = (),
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 120.0,
+    preload: Sequence[str] = ("torch", "torch.distributed", "numpy"),
+) -> list[Any]:
+    """Run ``fn(rank, world_size, *args)`` in ``world_size`` fresh processes; their results.
+
+    Each process gets ``MASTER_ADDR=127.0.0.1``, a free ``MASTER_PORT``, :data:`NO_MULTICAST`
+    and ``env``; with ``backend`` (``"gloo"``, ``"nccl"``) it also joins a process group
+    over ``tcp://127.0.0.1`` first (``nccl``: on GPU ``rank``) and leaves it after ``fn``.
+    ``fn`` must be a module-level function and its result picklable; results come back
+    in rank order (copied through pickle files in a temporary folder).
+
+    Processes come from a forkserver that imported ``preload`` once (a plain spawn per rank
+    costs seconds of imports each); where there is none, from ``spawn``. Raises
+    :class:`SpawnError` with the rank's traceback when one raised, or when ranks are still
+    running after ``timeout_s`` (they are killed).
+    """
+    if world_size < 1:
+        raise SpawnError(f"world_size must be >= 1 (got {world_size})")
+    if "forkserver" in mp.get_all_start_methods():
+        ctx: Any = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(list(preload))
+    else:  # pragma: no cover - Windows
+        ctx = mp.get_context("spawn")
+    port = free_port()
+    child_env = {**NO_MULTICAST, **(env or {})}
+    with tempfile.TemporaryDirectory(prefix="devptr-spawn-") as out_dir:
+        procs = [
+            ctx.Process(
+                target=_rank_main,
+                args=(fn, r, world_size, port, backend, child_env, tuple(args), out_dir),
+            )
+            for r in range(world_size)
+        ]
+        for p in procs:
+            p.start()
+        deadline = time.monotonic() + timeout_s
+        for p in procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+        hung = [r for r, p in enumerate(procs) if p.is_alive()]
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join()
+        if hung:
+            raise SpawnError(f"ranks {hung} of {world_size} did not finish within {timeout_s:g} s")
+        results: list[Any] = []
+        for r, p in enumerate(procs):
+            path = Path(out_dir, f"rank{r}.pickle")
+            if not path.is_file():
+                raise SpawnError(f"rank {r} exited with code {p.exitcode} before reporting a result")
+            status, value = pickle.loads(path.read_bytes())
+            if status != "ok":
+                raise SpawnError(f"rank {r} of {world_size} raised:\n{value}")
+            results.append(value)
+    return results

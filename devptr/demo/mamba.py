@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Sequence
 
 import torch
 from rich.console import Console
@@ -27,28 +26,10 @@ from devptr.adapters.mamba_copy import (
     get_temporal_copy_spec,
 )
 from devptr.adapters.mamba_spec_decode import MambaSpecDecodeMetadata
-from devptr.testing import SIGN_BIT_ADDR, SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE
+from devptr.testing import SIGN_BIT_ADDR, SIGN_BIT_PLUS_42, TOP_ALIGNED, XPU_BASE, FakeState
 
 GROUPS = [["mamba.0", "mamba.1"]]
 FUNCS = {name: (get_conv_copy_spec, get_temporal_copy_spec) for name in GROUPS[0]}
-
-
-class _FakeState:
-    """Shape and strides of a real layout (a meta tensor) at a chosen address."""
-
-    def __init__(self, addr: int, shape: Sequence[int], dtype: torch.dtype) -> None:
-        self._t = torch.empty(tuple(shape), dtype=dtype, device="meta")
-        self._addr = addr
-        self.shape = self._t.shape
-
-    def stride(self) -> tuple[int, ...]:
-        return tuple(self._t.stride())
-
-    def element_size(self) -> int:
-        return self._t.element_size()
-
-    def data_ptr(self) -> int:
-        return self._addr
 
 
 def _exact(buf: PtrBuffer[int], n: int, want: list[int]) -> bool:
@@ -60,16 +41,16 @@ def _exact(buf: PtrBuffer[int], n: int, want: list[int]) -> bool:
 def _fake_part(con: Console) -> None:
     ctx = {
         "mamba.0": [
-            _FakeState(XPU_BASE, (8, 4, 96), torch.bfloat16),
-            _FakeState(SIGN_BIT_PLUS_42, (8, 3, 5, 7), torch.uint8),
+            FakeState(XPU_BASE, (8, 4, 96), torch.bfloat16),
+            FakeState(SIGN_BIT_PLUS_42, (8, 3, 5, 7), torch.uint8),
         ],
         "mamba.1": [
-            _FakeState(SIGN_BIT_ADDR, (8, 4, 32), torch.float16),
-            _FakeState(TOP_ALIGNED - 8 * 4096, (8, 4096), torch.uint8),
+            FakeState(SIGN_BIT_ADDR, (8, 4, 32), torch.float16),
+            FakeState(TOP_ALIGNED - 8 * 4096, (8, 4096), torch.uint8),
         ],
     }
     meta = MambaSpecDecodeMetadata.create(4, GROUPS, FUNCS, "cpu", pin_memory=False)
-    tables = [_FakeState(XPU_BASE + (1 << 32), (4, 16), torch.int32)]
+    tables = [FakeState(XPU_BASE + (1 << 32), (4, 16), torch.int32)]
     meta.initialize_from_forward_context(GROUPS, ctx, FUNCS, tables)  # type: ignore[arg-type]
     bases = [s.data_ptr() for layer in GROUPS[0] for s in ctx[layer]]
     t = Table(title="MambaSpecDecodeMetadata from XPU-like fake states (host + device, one copy each)")

@@ -1,20 +1,43 @@
-"""Enforcement of the devptr convention: rule catalogue, AST checker, mypy plugin.
+"""Enforcement of the devptr convention: the address-provenance engine, its rule and name
+catalogues, the ``devptr check`` command and the mypy plugin.
 
-``devptr check`` is :func:`devptr.lint.checker.check_paths` behind a typer command
-(:mod:`devptr.lint.command`); the mypy plugin is :mod:`devptr.lint.mypy_plugin`
-(registered as ``devptr.mypy_plugin``). Importing this package imports neither mypy nor libcst.
+- :mod:`devptr.lint.engine`: the analysis (``analyze_source``, ``analyze_paths``,
+  :class:`~devptr.lint.engine.Finding` with spans and a safe/unsafe
+  :class:`~devptr.lint.engine.Fix`); ``devptr migrate`` rewrites from its findings.
+- :mod:`devptr.lint.rules`: rules, categories (defect / convention / host), defaults.
+- :mod:`devptr.lint.catalogue`: the one table of address sources, sinks and encoders.
+- :mod:`devptr.lint.mypy_plugin` (registered as ``devptr.mypy_plugin``).
+
+Importing this package imports neither torch, mypy nor libcst.
 """
 
-from devptr.lint._findings import Finding
-from devptr.lint.checker import FileResult, check_file, check_paths, check_source
-from devptr.lint.rules import RULES, Rule, RuleInfo
+from devptr.lint.checker import check_file, check_paths, check_source
+from devptr.lint.engine import (
+    FileResult,
+    Finding,
+    Fix,
+    FixKind,
+    ProjectIndex,
+    Span,
+    analyze_paths,
+    analyze_source,
+)
+from devptr.lint.rules import DEFAULT_RULES, RULES, Category, Rule, RuleInfo
 
 __all__ = [
+    "DEFAULT_RULES",
     "RULES",
+    "Category",
     "FileResult",
     "Finding",
+    "Fix",
+    "FixKind",
+    "ProjectIndex",
     "Rule",
     "RuleInfo",
+    "Span",
+    "analyze_paths",
+    "analyze_source",
     "check_file",
     "check_paths",
     "check_source",

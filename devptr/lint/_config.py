@@ -1,20 +1,23 @@
 """``[tool.devptr]`` configuration from ``pyproject.toml``.
 
-Keys: ``select`` and ``ignore`` (lists of rule codes or prefixes such as ``"DP00"``),
-``exclude`` (glob patterns matched against paths relative to the pyproject's folder, and
-against every path component).
+Keys: ``select`` and ``ignore`` (lists of rule codes, prefixes such as ``"DP00"``,
+categories such as ``"convention"``, or ``"ALL"``; parsed by
+:func:`devptr.lint._selection.parse_selection`), ``exclude`` (glob patterns matched against
+paths relative to the pyproject's folder, and against every path component). Without
+``select`` only the defect rules run.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from devptr.lint._selection import SelectionError, parse_selection, resolve
 from devptr.lint.rules import Rule
 
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -23,8 +26,8 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 
 
-class ConfigError(ValueError):
-    """An invalid ``[tool.devptr]`` table or command-line rule list."""
+class ConfigError(SelectionError):
+    """An invalid ``[tool.devptr]`` table."""
 
 
 @attrs.frozen
@@ -34,27 +37,23 @@ class Config:
     Parameters
     ----------
     select
-        Codes or prefixes to enable (default: every rule).
+        Selection items to enable (default None: the defect rules).
     ignore
-        Codes or prefixes to disable (applied after ``select``).
+        Selection items to disable (applied after ``select``).
     exclude
         Glob patterns of paths to skip.
     root
         Folder that relative exclude patterns are matched against.
     """
 
-    select: tuple[str, ...] = ("DP",)
+    select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     root: Path = attrs.field(factory=Path.cwd)
 
     def rules(self) -> frozenset[Rule]:
         """The enabled rules."""
-
-        def hit(rule: Rule, prefixes: Iterable[str]) -> bool:
-            return any(rule.value.startswith(p.upper()) for p in prefixes)
-
-        return frozenset(r for r in Rule if hit(r, self.select) and not hit(r, self.ignore))
+        return resolve(self.select, self.ignore)
 
     def is_excluded(self, path: Path) -> bool:
         """Whether *path* matches an exclude pattern (or a default one like ``.git``)."""
@@ -76,13 +75,10 @@ class Config:
         return False
 
 
-def _codes(value: Any, key: str) -> tuple[str, ...]:
+def _strings(value: Any, key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"[tool.devptr] {key} must be a list of strings (got {value!r})")
-    for code in value:
-        if key != "exclude" and not any(r.value.startswith(code.upper()) for r in Rule):
-            raise ConfigError(f"[tool.devptr] {key}: unknown rule code {code!r}")
-    return tuple(value)
+    return list(value)
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -117,10 +113,15 @@ def load_config(pyproject: Path | None) -> Config:
     unknown = set(table) - {"select", "ignore", "exclude"}
     if unknown:
         raise ConfigError(f"[tool.devptr] unknown keys: {sorted(unknown)}")
+    select = table.get("select")
     return Config(
-        select=_codes(table.get("select", ["DP"]), "select"),
-        ignore=_codes(table.get("ignore", []), "ignore"),
-        exclude=_codes(table.get("exclude", []), "exclude"),
+        select=None if select is None else parse_selection(
+            _strings(select, "select"), f"{pyproject}: [tool.devptr] select"
+        ),
+        ignore=parse_selection(
+            _strings(table.get("ignore", []), "ignore"), f"{pyproject}: [tool.devptr] ignore"
+        ),
+        exclude=tuple(_strings(table.get("exclude", []), "exclude")),
         root=pyproject.parent,
     )
 
@@ -130,11 +131,29 @@ def with_overrides(
     select: Sequence[str] | None,
     ignore: Sequence[str] | None,
     exclude: Sequence[str] | None,
+    *,
+    extend_select: Sequence[str] | None = None,
 ) -> Config:
-    """Apply command-line ``--select``/``--ignore`` (replace) and ``--exclude`` (extend)."""
+    """Apply command-line options: ``--select`` replaces the configured selection,
+    ``--extend-select``/``--ignore``/``--exclude`` extend theirs.
+
+    Raises
+    ------
+    SelectionError
+        Naming the flag (``--select: unknown rule selector 'DP9'``).
+    """
+    chosen = parse_selection(select, "--select") if select else config.select
+    extra = parse_selection(extend_select, "--extend-select") if extend_select else ()
+    if extra:
+        chosen = (*(chosen if chosen is not None else ("defect",)), *extra)
     return attrs.evolve(
         config,
-        select=_codes(list(select), "select") if select else config.select,
-        ignore=(*config.ignore, *_codes(list(ignore), "ignore")) if ignore else config.ignore,
-        exclude=(*config.exclude, *exclude) if exclude else config.exclude,
+        select=chosen,
+        ignore=(*config.ignore, *parse_selection(ignore, "--ignore")) if ignore else config.ignore,
+        exclude=(*config.exclude, *split_exclude(exclude)) if exclude else config.exclude,
     )
+
+
+def split_exclude(values: Sequence[str]) -> list[str]:
+    """``--exclude a,b --exclude c`` -> ``[a, b, c]``."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]

@@ -9,26 +9,37 @@ from typing import Annotated
 
 import typer
 
-from devptr.lint._config import ConfigError, find_pyproject, load_config, with_overrides
+from devptr.lint._config import find_pyproject, load_config, with_overrides
 from devptr.lint._report import OutputFormat, render
+from devptr.lint._selection import SelectionError
 
 PROGRESS_MIN_FILES = 200
-"""Show a progress bar when checking at least this many files (on a terminal)."""
+"""Show a progress bar (on stderr) when checking at least this many files on a terminal."""
+
+SELECT_HELP = (
+    "Rules to run: codes (DP001), prefixes (DP00), categories (defect, convention, host) "
+    "or ALL; comma-separated and repeatable. Replaces [tool.devptr] select. "
+    "Default: the defect rules."
+)
 
 
 def check_command(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders to check.")],
     output_format: Annotated[
-        OutputFormat, typer.Option("--format", "-f", help="text, json or github.")
+        OutputFormat, typer.Option("--format", "-f", help="text, json, github or sarif.")
     ] = OutputFormat.TEXT,
-    select: Annotated[
-        list[str] | None, typer.Option(help="Only these rule codes/prefixes (repeatable).")
+    select: Annotated[list[str] | None, typer.Option(help=SELECT_HELP)] = None,
+    extend_select: Annotated[
+        list[str] | None,
+        typer.Option(help="Rules to add to the configured selection (same syntax)."),
     ] = None,
     ignore: Annotated[
-        list[str] | None, typer.Option(help="Skip these rule codes/prefixes (repeatable).")
+        list[str] | None,
+        typer.Option(help="Rules to skip (same syntax as --select); adds to [tool.devptr]."),
     ] = None,
     exclude: Annotated[
-        list[str] | None, typer.Option(help="Extra glob patterns of paths to skip.")
+        list[str] | None,
+        typer.Option(help="Extra glob patterns of paths to skip (comma-separated, repeatable)."),
     ] = None,
     config: Annotated[
         Path | None, typer.Option(help="pyproject.toml to read [tool.devptr] from.")
@@ -37,7 +48,8 @@ def check_command(
         int, typer.Option("--jobs", "-j", help="Worker processes (0: one per CPU).")
     ] = 0,
     progress: Annotated[
-        bool | None, typer.Option("--progress/--no-progress", help="Force the progress bar.")
+        bool | None,
+        typer.Option("--progress/--no-progress", help="Force the progress bar (on stderr)."),
     ] = None,
     statistics: Annotated[
         bool, typer.Option("--statistics", help="Print a count per rule to stderr.")
@@ -47,23 +59,28 @@ def check_command(
         typer.Option("--force-exclude", help="Apply excludes to files named explicitly too."),
     ] = False,
 ) -> None:
-    """Find raw device addresses stored in integer tables (rules DP001-DP006).
+    """Find device addresses stored where they break (rules DP001-DP008).
 
-    Exits 1 when anything is found, 2 on a usage or configuration error.
+    By default only defects run: code that fails or loses bits for addresses >= 2**63, or
+    behaves differently on torch 2.13 and 2.14. Convention and host-address rules run when
+    selected (--select ALL). Findings go to stdout, messages to stderr. Exits 1 when
+    anything is found, 2 on a usage or configuration error.
     """
-    from devptr.lint.checker import check_paths, iter_python_files
+    from devptr.lint.engine import iter_python_files
+    from devptr.lint.engine._run import _analyze_files
 
     try:
         pyproject = config if config is not None else find_pyproject(paths[0] if paths else Path())
-        cfg = with_overrides(load_config(pyproject), select, ignore, exclude)
-    except (ConfigError, OSError) as exc:
+        cfg = with_overrides(load_config(pyproject), select, ignore, exclude,
+                             extend_select=extend_select)
+    except (SelectionError, OSError) as exc:
         typer.echo(f"devptr check: {exc}", err=True)
         raise typer.Exit(2) from exc
     missing = [p for p in paths if not p.exists()]
     if missing:
         typer.echo(f"devptr check: no such path: {missing[0]}", err=True)
         raise typer.Exit(2)
-    files = list(iter_python_files(paths, cfg, force_exclude=force_exclude))
+    files = [str(f) for f in iter_python_files(paths, cfg, force_exclude=force_exclude)]
     n_jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     show = progress if progress is not None else (
         sys.stderr.isatty() and len(files) >= PROGRESS_MIN_FILES
@@ -73,18 +90,19 @@ def check_command(
         from rich.console import Console
         from rich.progress import Progress
 
-        with Progress(console=Console(stderr=True), transient=True) as bar:
+        with Progress(console=Console(file=sys.stderr), transient=True) as bar:
             task = bar.add_task("devptr check", total=len(files))
-            results = check_paths(
-                files, rules, jobs=n_jobs, on_progress=lambda n: bar.advance(task, n)
+            results = _analyze_files(
+                files, rules, n_jobs, lambda n: bar.advance(task, n)
             )
     else:
-        results = check_paths(files, rules, jobs=n_jobs)
+        results = _analyze_files(files, rules, n_jobs, None)
     findings = sorted(f for r in results for f in r.findings)
     errors = [(r.path, r.error) for r in results if r.error is not None]
     text = render(findings, errors, output_format)
     if text:
-        typer.echo(text)
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
     if statistics:
         counts: dict[str, int] = {}
         for f in findings:
@@ -95,3 +113,8 @@ def check_command(
         typer.echo(f"{len(findings)} finding(s) in {len(files)} file(s)", err=True)
     if findings:
         raise typer.Exit(1)
+
+
+def main() -> None:
+    """``python -m devptr.lint``: the check command alone (what the pre-commit hook runs)."""
+    typer.run(check_command)

@@ -60,7 +60,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from devptr.lint._suppress import is_suppressed, suppressions
+from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.rules import RULES, Rule
 
 RAW_ADDRESS: Final = "devptr.lint._raw.RawAddress"

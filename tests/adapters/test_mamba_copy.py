@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 import pytest
 import torch
@@ -19,7 +18,7 @@ from devptr.adapters.mamba_copy import (
     get_conv_copy_spec,
     get_temporal_copy_spec,
 )
-from devptr.testing import SIGN_BIT_ADDR, SIGN_BIT_PLUS_42, TOP_ALIGNED
+from devptr.testing import SIGN_BIT_ADDR, SIGN_BIT_PLUS_42, TOP_ALIGNED, FakeState
 
 GROUPS = [["attn.0"], ["mamba.0", "mamba.1"], ["conv.0"]]
 MAMBA_GROUPS = [1, 2]
@@ -28,24 +27,6 @@ FUNCS = {
     "mamba.1": (get_conv_copy_spec, get_temporal_copy_spec),
     "conv.0": (get_conv_copy_spec,),
 }
-
-
-class FakeState:
-    """A state tensor's shape and strides (from a meta tensor) at a chosen address."""
-
-    def __init__(self, addr: int, shape: Sequence[int], dtype: torch.dtype) -> None:
-        self._t = torch.empty(tuple(shape), dtype=dtype, device="meta")
-        self._addr = addr
-        self.shape = self._t.shape
-
-    def stride(self) -> tuple[int, ...]:
-        return tuple(self._t.stride())
-
-    def element_size(self) -> int:
-        return self._t.element_size()
-
-    def data_ptr(self) -> int:
-        return self._addr
 
 
 def _fake_context() -> dict[str, list[FakeState]]:

@@ -2,7 +2,8 @@
 
 The checker does not know types. It knows a few facts about expressions: this one is a raw
 device address (a ``data_ptr()`` int), that one a list of them, this name holds a numpy
-array whose dtype is uint64. Each fact is a :class:`Val`.
+array whose dtype is uint64. Each fact is a :class:`Val`; what a function does with its
+arguments is a :class:`Summary`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class Kind(enum.Enum):
     TUPLE = "tuple"
     """A tuple of values (from a tuple literal or an annotated return)."""
 
+    PARAM = "param"
+    """While summarizing a function: a value derived from its parameters (``params``)."""
+
 
 class Lib(enum.Enum):
     """Container library."""
@@ -55,7 +59,9 @@ class Lib(enum.Enum):
     TORCH = "torch"
     NUMPY = "numpy"
     CTYPES = "ctypes"
-    """``ctypes.cast(p, POINTER(c_int64))`` and ``(c_int64 * n)()``: stores wrap silently."""
+    """``ctypes.cast(p, POINTER(c_int64))`` and ``(c_int64 * n)()``: stores keep the bits."""
+    PYARRAY = "array"
+    """``array.array("q"/"Q", ...)``."""
 
 
 class DType(enum.Enum):
@@ -96,7 +102,54 @@ class Val:
     by_name: bool = False
     """An address only because its name says so (``base_addr``, ``src_ptrs``)."""
     checked: DType | None = None
-    """For addresses from a DevicePtr: ``U64`` for ``.addr``, ``I64`` for ``.signed``."""
+    """For addresses already encoded: ``U64`` for ``DevicePtr.addr``, ``I64`` for
+    ``DevicePtr.signed`` and two's-complement helpers."""
+    host: bool = False
+    """A host address (mmap'd, pinned, registered, ``ctypes.addressof``): below 2**47."""
+    params: frozenset[int] = frozenset()
+    """For ``PARAM`` values: the parameter positions the value derives from."""
+
+
+@attrs.frozen
+class ParamSink:
+    """A function parameter that reaches a table sink inside the function.
+
+    At a call site whose argument carries addresses, the sink's verdict is computed with
+    the argument's value and reported at the argument.
+    """
+
+    param: int
+    name: str
+    kind: str
+    """``"store"``, ``"table"`` or ``"fill"``."""
+    cont: Val | None = None
+    dtype: DType | None = None
+    ctor: str = ""
+    is_slice: bool = False
+    where: str = ""
+    """``path:line`` of the sink, for the message."""
+
+
+@attrs.frozen
+class Summary:
+    """What the engine knows about a function from its body (or its annotation)."""
+
+    returns: Val | None = None
+    """The value of a call when it does not depend on the arguments."""
+    params: tuple[str, ...] = ()
+    """Positional parameter names (``self``/``cls`` of methods dropped)."""
+    returns_params: frozenset[int] = frozenset()
+    """Parameters whose (address) value the function returns, possibly offset."""
+    twos_params: frozenset[int] = frozenset()
+    """Parameters whose two's complement the function returns (an encoder)."""
+    sinks: tuple[ParamSink, ...] = ()
+
+    @property
+    def interesting(self) -> bool:
+        """Whether callers learn anything from this summary."""
+        return bool(
+            self.returns is not None or self.returns_params or self.twos_params or self.sinks
+        )
 
 
 ADDR = Val(Kind.ADDR)
@@ -114,6 +167,11 @@ def is_addr(v: Val | None) -> bool:
 def is_addr_seq(v: Val | None) -> bool:
     """Whether *v* is a sequence holding raw addresses."""
     return v is not None and v.kind is Kind.ADDR_SEQ
+
+
+def is_param(v: Val | None) -> bool:
+    """Whether *v* derives from a parameter of the function being summarized."""
+    return v is not None and v.kind is Kind.PARAM
 
 
 def is_arrayish(v: Val | None) -> bool:

@@ -1,0 +1,133 @@
+"""What the engine reports: :class:`Finding` (one rule violation at one span) and its
+optional :class:`Fix` (what a mechanical rewrite needs, and whether it is safe)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Literal
+
+import attrs
+
+from devptr.lint.rules import RULES, Category, Rule
+
+
+@attrs.frozen(order=True)
+class Span:
+    """A region of the file as written: 1-based lines, 0-based character columns.
+
+    Columns count characters (not UTF-8 bytes, which is what :mod:`ast` reports), so a
+    libcst rewrite can use them directly. ``end_col`` is exclusive.
+    """
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+class FixKind(enum.Enum):
+    """The mechanical rewrite a finding admits (``devptr migrate`` has one per kind)."""
+
+    STORE = "store"
+    """``cont[idx] = addr`` -> ``devptr.store(cont, idx, DevicePtr(addr))``; spans:
+    ``container``, ``index``, ``value``."""
+
+    FILL = "fill"
+    """``cont.fill_(addr)`` -> ``devptr.store(cont, slice(None), DevicePtr(addr))``; spans:
+    ``container``, ``value``."""
+
+    TABLE = "table"
+    """``torch.tensor(ptrs, dtype=...)`` -> ``devptr.ptr_tensor(ptrs, ...)``; spans: ``call``,
+    ``value`` (the data), ``dtype`` (when given), ``source`` (the iterable of tensors of a
+    ``[t.data_ptr() for t in source]`` comprehension, when the data is one)."""
+
+    TWOS = "twos"
+    """A hand-written two's complement -> ``DevicePtr(x).signed``; spans: ``value`` (x)."""
+
+    DTYPE_BRANCH = "dtype-branch"
+    """``torch.uint64 if is_xpu() else torch.int64`` -> ``encoding_for(...).torch_dtype``;
+    spans: ``value`` (the branch expression)."""
+
+    ADDRESSES = "addresses"
+    """``base + idx * stride`` on arrays -> ``devptr.addresses(base, idx, stride)``; spans:
+    ``value`` (the whole expression)."""
+
+
+Safety = Literal["safe", "unsafe"]
+
+
+@attrs.frozen
+class Fix:
+    """A mechanical rewrite for a finding.
+
+    Parameters
+    ----------
+    kind
+        Which rewrite.
+    safety
+        ``"safe"`` when the rewrite keeps the behaviour for every input the original
+        accepted; ``"unsafe"`` otherwise (applied only with ``--unsafe-fixes``).
+    spans
+        Named sub-expressions the rewrite needs (see :class:`FixKind` for the names).
+    unsafe_reason
+        Why the fix is unsafe (empty when safe).
+    """
+
+    kind: FixKind
+    safety: Safety
+    spans: tuple[tuple[str, Span], ...] = ()
+    unsafe_reason: str = ""
+
+    def span(self, name: str) -> Span | None:
+        """The span called *name*, if the fix has one."""
+        for key, value in self.spans:
+            if key == name:
+                return value
+        return None
+
+
+@attrs.frozen(order=True)
+class Finding:
+    """One rule violation.
+
+    Parameters
+    ----------
+    path
+        The file, as given to the engine.
+    line, col, end_line, end_col
+        The offending expression in the file as written (1-based lines, 0-based character
+        columns, ``end_col`` exclusive).
+    rule
+        The rule violated.
+    message
+        What really happens at this site.
+    category
+        The rule's category (``"defect"``, ``"convention"`` or ``"host"``).
+    fix
+        The mechanical rewrite, when one exists.
+    """
+
+    path: str
+    line: int
+    col: int
+    rule: Rule = attrs.field(order=lambda r: r.value)
+    end_line: int = attrs.field(order=False, default=0)
+    end_col: int = attrs.field(order=False, default=0)
+    message: str = attrs.field(order=False, default="")
+    category: Category = attrs.field(order=False, default="defect")
+    fix: Fix | None = attrs.field(order=False, default=None, eq=False)
+
+    @property
+    def code(self) -> str:
+        """The rule code (``DP001``)."""
+        return self.rule.value
+
+    @property
+    def span(self) -> Span:
+        """The offending expression's :class:`Span`."""
+        return Span(self.line, self.col, self.end_line, self.end_col)
+
+    @property
+    def name(self) -> str:
+        """The rule's name (``raw-address-store``)."""
+        return RULES[self.rule].name

@@ -1,0 +1,72 @@
+"""Import-aware qualified names: ``T.tensor`` -> ``torch.tensor`` after ``import torch as T``.
+
+One :class:`Names` per module, built from every ``import`` in it (module level and inside
+functions: the engine does not model import scoping). Unimported heads that are the usual
+spellings of a library (``np``, ``torch``) resolve to it too, so snippets without imports
+are still understood.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Final
+
+_CONVENTIONAL: Final = {"np": "numpy", "numpy": "numpy", "torch": "torch", "ctypes": "ctypes",
+                        "array": "array", "struct": "struct", "mmap": "mmap"}
+
+
+class Names:
+    """Resolve names of one module through its imports.
+
+    Parameters
+    ----------
+    tree
+        The module.
+    module
+        The module's dotted name (``pkg.sub.mod``), for relative imports; ``""`` if unknown.
+    is_package
+        Whether the module is a package ``__init__`` (relative imports start one level up).
+    """
+
+    def __init__(self, tree: ast.Module, module: str = "", *, is_package: bool = False) -> None:
+        self.module = module
+        self.aliases: dict[str, str] = {}
+        package = module if is_package else module.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname is not None:
+                        self.aliases[alias.asname] = alias.name
+                    else:
+                        head = alias.name.partition(".")[0]
+                        self.aliases[head] = head
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".") if package else []
+                    keep = len(parts) - (node.level - 1)
+                    prefix = ".".join(parts[: max(keep, 0)])
+                    base = f"{prefix}.{base}".strip(".") if base else prefix
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+
+    def qual(self, node: ast.AST) -> str | None:
+        """Fully qualified name of a Name/Attribute chain, or None for other expressions.
+
+        A name defined in this module (not imported) resolves to ``<module>.<name>`` only
+        through :meth:`local`; here it stays bare (``helper``).
+        """
+        parts: list[str] = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return None
+        head = self.aliases.get(node.id) or _CONVENTIONAL.get(node.id) or node.id
+        parts.append(head)
+        return ".".join(reversed(parts))
+
+    def is_imported(self, name: str) -> bool:
+        """Whether *name* is bound by an import in this module."""
+        return name in self.aliases

@@ -1,0 +1,320 @@
+"""Running the engine: one source text, one file, or a tree (with cross-module summaries)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Final
+
+import attrs
+
+from devptr.lint._config import Config
+from devptr.lint.engine._analyzer import ModuleAnalyzer
+from devptr.lint.engine._finding import Finding
+from devptr.lint.engine._project import ProjectIndex, module_name
+from devptr.lint.engine._suppress import is_suppressed, suppressions
+from devptr.lint.engine._values import Summary
+from devptr.lint.rules import RULES, Rule
+
+_STRONG: Final = re.compile(
+    r"data_ptr|_ptrs\b|\*\*\s*6[34]|<<\s*6[34]|c_int64|c_longlong|c_uint64|c_ulonglong|"
+    r"c_void_p|addressof|__cuda_array_interface__|data\.ptr|cudaMalloc|cuMemAlloc|"
+    r"IpcOpenMemHandle|open_mem_handle|create_shared_buffer|struct\.pack|caching_allocator_alloc"
+)
+"""Text that can start a finding by itself (an address source or a 2**63/2**64 constant)."""
+
+_U64: Final = re.compile(r"uint64")
+_I64: Final = re.compile(r"(?<!u)int64")
+_PLATFORM: Final = re.compile(r"xpu|platform|device|cuda|rocm|hip", re.IGNORECASE)
+_NAME: Final = re.compile(r"ptrs|addrs|addresses|_addr")
+_TABLE: Final = re.compile(r"tensor\(|as_tensor\(|asarray\(|array\(|fromiter\(|full\(|stack\(")
+
+
+def may_have_findings(source: str) -> bool:
+    """Cheap text test run before parsing: False means the file cannot have a finding on
+    its own (it may still pass addresses to a helper of another module; see
+    :func:`analyze_paths`)."""
+    if _STRONG.search(source):
+        return True
+    if "uint64" in source and _I64.search(source) and _PLATFORM.search(source):
+        return True
+    return bool(_NAME.search(source) and _TABLE.search(source))
+
+
+def analyze_source(
+    source: str,
+    path: str = "<string>",
+    *,
+    project: ProjectIndex | None = None,
+    module: str = "",
+    rules: frozenset[Rule] | None = None,
+    honour_suppressions: bool = True,
+) -> list[Finding]:
+    """Analyze one module's source text.
+
+    Parameters
+    ----------
+    source
+        Python source.
+    path
+        The path put into findings and messages.
+    project
+        Summaries of the other modules of the tree (calls into them are understood).
+    module
+        The module's dotted name (for relative imports); derived from *path* when empty
+        and *path* exists.
+    rules
+        Keep only these rules (default: every rule, whatever its category).
+    honour_suppressions
+        Drop findings suppressed by ``# devptr: ignore[...]`` comments.
+
+    Returns
+    -------
+    list of Finding
+        Sorted by position.
+
+    Raises
+    ------
+    SyntaxError
+        When *source* does not parse.
+    """
+    return _analyze(source, path, project, module, rules, honour_suppressions)[0]
+
+
+def _analyze(
+    source: str, path: str, project: ProjectIndex | None, module: str,
+    rules: frozenset[Rule] | None, honour: bool,
+) -> tuple[list[Finding], dict[str, Summary], set[str]]:
+    is_package = False
+    if not module and path != "<string>" and os.path.isfile(path):
+        module, is_package = module_name(Path(path))
+    tree = ast.parse(source, filename=path)
+    analyzer = ModuleAnalyzer(tree, source, path, module, project, is_package=is_package)
+    emitted = analyzer.run()
+    table = suppressions(source) if honour else {}
+    out = []
+    for e in emitted:
+        if rules is not None and e.rule not in rules:
+            continue
+        if table and is_suppressed(table, e.rule.value, e.stmt_first, e.stmt_last):
+            continue
+        out.append(Finding(
+            path=path, line=e.span.line, col=e.span.col, rule=e.rule,
+            end_line=e.span.end_line, end_col=e.span.end_col, message=e.message,
+            category=RULES[e.rule].category, fix=e.fix,
+        ))
+    return sorted(out), analyzer.functions, analyzer.unresolved
+
+
+@attrs.frozen
+class FileResult:
+    """Findings in one file, or the reason it could not be analyzed."""
+
+    path: str
+    findings: tuple[Finding, ...] = ()
+    error: str | None = None
+    parsed: bool = False
+
+
+@attrs.frozen
+class _Job:
+    path: str
+    rules: frozenset[Rule] | None
+    project: ProjectIndex | None = None
+    force: bool = False
+
+
+@attrs.frozen
+class _Done:
+    result: FileResult
+    module: str = ""
+    functions: dict[str, Summary] = attrs.field(factory=dict)
+    unresolved: frozenset[str] = frozenset()
+
+
+def _run_job(job: _Job) -> _Done:
+    shown = job.path
+    try:
+        with open(shown, encoding="utf-8") as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        return _Done(FileResult(shown, error=f"cannot read: {exc}"))
+    if not job.force and not may_have_findings(source):
+        return _Done(FileResult(shown))
+    module, _ = module_name(Path(shown))
+    try:
+        findings, functions, unresolved = _analyze(
+            source, shown, job.project, module, job.rules, True
+        )
+    except SyntaxError as exc:
+        return _Done(FileResult(shown, error=f"syntax error at line {exc.lineno}: {exc.msg}"))
+    except RecursionError:
+        return _Done(FileResult(shown, error="too deeply nested to analyze"))
+    except Exception as exc:  # an engine bug must not hide the other files' findings
+        return _Done(FileResult(shown, error=f"internal engine error: {exc!r}"))
+    keep = {k: v for k, v in functions.items() if v.interesting}
+    return _Done(FileResult(shown, tuple(findings), parsed=True), module, keep,
+                 frozenset(unresolved))
+
+
+def _run_chunk(jobs: list[_Job]) -> list[_Done]:
+    return [_run_job(j) for j in jobs]
+
+
+def _summarize_job(job: _Job) -> tuple[str, dict[str, Summary]]:
+    try:
+        with open(job.path, encoding="utf-8") as f:
+            source = f.read()
+        module, is_package = module_name(Path(job.path))
+        tree = ast.parse(source, filename=job.path)
+        analyzer = ModuleAnalyzer(tree, source, job.path, module, None, is_package=is_package)
+        return module, {k: v for k, v in analyzer.summarize().items() if v.interesting}
+    except (OSError, UnicodeDecodeError, SyntaxError, RecursionError, ValueError):
+        return "", {}
+
+
+def iter_python_files(
+    paths: Sequence[Path], config: Config, *, force_exclude: bool = False
+) -> Iterator[Path]:
+    """Python files under *paths*, honouring ``[tool.devptr] exclude``.
+
+    Files named explicitly are kept even if excluded, unless *force_exclude* (what
+    pre-commit needs, since it passes every changed file by name). This is the one file
+    walker: ``devptr check`` and ``devptr migrate`` both use it.
+    """
+    seen: set[Path] = set()
+    for root in paths:
+        if root.is_file():
+            if force_exclude and config.is_excluded(root):
+                continue
+            if root not in seen:
+                seen.add(root)
+                yield root
+            continue
+        for file in sorted(root.rglob("*.py")):
+            if file in seen or config.is_excluded(file):
+                continue
+            seen.add(file)
+            yield file
+
+
+def _map(jobs: list[_Job], n_jobs: int, on_progress: Callable[[int], None] | None,
+         pool: ProcessPoolExecutor | None) -> list[_Done]:
+    if pool is None or len(jobs) < 64:
+        out = []
+        for j in jobs:
+            out.append(_run_job(j))
+            if on_progress is not None:
+                on_progress(1)
+        return out
+    size = max(8, len(jobs) // (n_jobs * 8))
+    chunks = [jobs[i : i + size] for i in range(0, len(jobs), size)]
+    results: list[_Done] = []
+    for chunk, res in zip(chunks, pool.map(_run_chunk, chunks), strict=True):
+        results.extend(res)
+        if on_progress is not None:
+            on_progress(len(chunk))
+    return results
+
+
+def analyze_paths(
+    paths: Sequence[Path],
+    config: Config | None = None,
+    *,
+    rules: frozenset[Rule] | None = None,
+    jobs: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+    force_exclude: bool = False,
+) -> list[FileResult]:
+    """Analyze the files of a tree, with cross-module summaries.
+
+    First pass: every file whose text can hold a finding is analyzed on its own (in
+    *jobs* worker processes), which also yields its functions' summaries and the calls
+    into other modules that received addresses. The modules those calls name are
+    summarized on demand. Second pass: files that call an informative function of another
+    module are analyzed again with the :class:`ProjectIndex`.
+
+    Parameters
+    ----------
+    paths
+        Files and folders (walked with :func:`iter_python_files` and *config*'s excludes).
+    config
+        ``[tool.devptr]`` settings (default: none; every rule is reported).
+    rules
+        Rules to report (default: ``config.rules()`` with a config, else every rule).
+    force_exclude
+        Apply excludes to files named explicitly too.
+    jobs
+        Worker processes; 1 analyzes in this process.
+    on_progress
+        Called with the number of files just finished (first pass).
+
+    Returns
+    -------
+    list of FileResult
+        One per Python file, in walking order.
+    """
+    cfg = config if config is not None else Config()
+    if rules is None and config is not None:
+        rules = config.rules()
+    files = list(iter_python_files(paths, cfg, force_exclude=force_exclude))
+    paths_ = [str(f) for f in files]
+    return _analyze_files(paths_, rules, jobs, on_progress)
+
+
+def _analyze_files(
+    paths: list[str], rules: frozenset[Rule] | None, jobs: int,
+    on_progress: Callable[[int], None] | None,
+) -> list[FileResult]:
+    first = [_Job(p, rules) for p in paths]
+    pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and len(paths) >= 64 else None
+    try:
+        done = _map(first, jobs, on_progress, pool)
+        index = ProjectIndex(modules={module_name(Path(p))[0]: Path(p) for p in paths})
+        for d in done:
+            if d.functions:
+                index.add(d.module, d.functions)
+        wanted = {
+            mod for d in done for name in d.unresolved
+            if index.lookup(name) is None and (mod := index.module_of(name)) is not None
+        }
+        done_modules = {d.module for d in done if d.result.parsed}
+        for mod in sorted(wanted - done_modules):
+            module, functions = _summarize_job(_Job(str(index.modules[mod]), rules))
+            if module:
+                index.add(module, functions)
+        if not len(index):
+            return [d.result for d in done]
+        names = index.interesting_names()
+        pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
+        again: list[int] = []
+        for i, d in enumerate(done):
+            if d.result.error is not None:
+                continue
+            if d.result.parsed and not any(index.lookup(n) for n in d.unresolved):
+                continue
+            if not d.result.parsed and not _mentions(paths[i], pattern):
+                continue
+            again.append(i)
+        second = _map([_Job(paths[i], rules, index, force=True) for i in again], jobs, None, pool)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    results = [d.result for d in done]
+    for i, d in zip(again, second, strict=True):
+        if d.result.parsed or d.result.error is not None:
+            results[i] = d.result
+    return results
+
+
+def _mentions(path: str, pattern: re.Pattern[str]) -> bool:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return pattern.search(text) is not None and ("import" in text)

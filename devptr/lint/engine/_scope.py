@@ -1,0 +1,88 @@
+"""Scopes and value helpers shared by the statement walker and the expression evaluator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from devptr.lint.engine import _syntax as syn
+from devptr.lint.engine._sinks import carries_address
+from devptr.lint.engine._values import DType, Kind, Val
+
+ADDR_BY_NAME: Final = Val(Kind.ADDR, by_name=True)
+CHECKED_U64: Final = Val(Kind.ADDR, checked=DType.U64)
+CHECKED_I64: Final = Val(Kind.ADDR, checked=DType.I64)
+ADDR_SEQ_BY_NAME: Final = Val(Kind.ADDR_SEQ, by_name=True)
+
+
+class Scope:
+    """Names visible in one function body, plus the enclosing class (for ``self.x``).
+
+    ``summarizing`` is set while the body of a function is walked with its parameters bound
+    to ``PARAM`` values; ``sinks`` collects the parameters that reach a table sink.
+    """
+
+    def __init__(self, env: dict[str, Val], cls: str | None) -> None:
+        self.env = env
+        self.cls = cls
+        self.returns: list[Val | None] = []
+        self.sinks: list[object] = []
+        self.summarizing = False
+
+    def child(self, cls: str | None = None) -> Scope:
+        """A nested scope seeing a copy of this one's names (same summary collectors)."""
+        inner = Scope(dict(self.env), cls if cls is not None else self.cls)
+        inner.sinks = self.sinks
+        inner.summarizing = self.summarizing
+        return inner
+
+
+def seq_of(items: Iterable[Val | None]) -> Val | None:
+    """The sequence value holding *items*: None without addresses or parameters.
+
+    Keeps a shared encoding (all from ``DevicePtr.addr``), whether every address is only
+    known by name, and whether all are host addresses. Parameters win: a list built from
+    a parameter is a ``PARAM`` value while a function is summarized.
+    """
+    found: list[Val] = []
+    params: set[int] = set()
+    for v in items:
+        if v is None:
+            continue
+        if v.kind is Kind.PARAM:
+            params.update(v.params)
+        elif v.kind is Kind.TUPLE:
+            inner = seq_of(v.items)
+            if inner is not None and inner.kind is Kind.PARAM:
+                params.update(inner.params)
+            elif inner is not None:
+                found.append(inner)
+        elif carries_address(v):
+            found.append(v)
+    if params and not found:
+        return Val(Kind.PARAM, params=frozenset(params))
+    if not found:
+        return None
+    checked = {v.checked for v in found}
+    return Val(
+        Kind.ADDR_SEQ,
+        checked=checked.pop() if len(checked) == 1 else None,
+        by_name=all(v.by_name for v in found),
+        host=all(v.host for v in found),
+    )
+
+
+def holds_addr(v: Val | None) -> bool:
+    """Whether *v* is a known (not name-guessed) address value or address function."""
+    return v is not None and (
+        v.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC) or (carries_address(v) and not v.by_name)
+    )
+
+
+def by_name(name: str) -> Val | None:
+    """An otherwise unknown name that says it holds an address (``base_addr``, ``src_ptr``)."""
+    if syn.ADDRESS_SCALAR_NAME_RE.search(name):
+        return ADDR_BY_NAME
+    if syn.ADDRESS_LIST_NAME_RE.search(name):
+        return ADDR_SEQ_BY_NAME
+    return None

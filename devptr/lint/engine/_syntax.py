@@ -1,0 +1,203 @@
+"""Syntactic recognizers: dtypes, 2**63/2**64 constants, platform tests, call helpers.
+
+Pure functions of AST nodes (and the module's :class:`~devptr.lint.engine._names.Names`);
+no data flow here. Every name they compare against comes from :mod:`devptr.lint.catalogue`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from typing import Final
+
+from devptr.lint import catalogue as cat
+from devptr.lint.engine._names import Names
+from devptr.lint.engine._values import DType
+
+TWO_63: Final = 1 << 63
+TWO_64: Final = 1 << 64
+
+TABLE_NAME_RE: Final = re.compile(r"(ptr|addr|_np$|^np_|desc|table|base)", re.IGNORECASE)
+"""Container names that suggest an address table when the container's type is unknown."""
+
+PLATFORM_RE: Final = re.compile(r"xpu|cuda|rocm|hip|platform|device|backend", re.IGNORECASE)
+
+ADDRESS_SCALAR_NAME_RE: Final = re.compile(
+    r"(^|_)(ptr|addr|address|base_addr|base_ptr)$", re.IGNORECASE
+)
+"""Names of scalars that hold an address by convention (``src_ptr``, ``base_addr``)."""
+
+ADDRESS_LIST_NAME_RE: Final = re.compile(r"(^|_)(ptrs|addrs|addresses|pointers)$", re.IGNORECASE)
+"""Names of lists of addresses (``peer_ptrs``)."""
+
+ADDRESS_NAME_RE: Final = re.compile(r"ptr|addr|address|pointer", re.IGNORECASE)
+
+
+def last_name(node: ast.AST) -> str | None:
+    """The rightmost identifier of a Name/Attribute/Subscript/Call chain."""
+    while True:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            return node.attr
+        if isinstance(node, ast.Subscript | ast.Call):
+            node = node.value if isinstance(node, ast.Subscript) else node.func
+            continue
+        return None
+
+
+def literal_dtype(node: ast.AST, names: Names) -> DType | None:
+    """The dtype class of a dtype spelling (``torch.uint64``, ``"int64"``, ``N.intp``)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        raw = node.value
+        if raw in cat.U64_DTYPE_STRINGS or raw.lower() in cat.U64_DTYPE_STRINGS:
+            return DType.U64
+        if raw in cat.I64_DTYPE_STRINGS or raw.lower() in cat.I64_DTYPE_STRINGS:
+            return DType.I64
+        return DType.OTHER
+    if isinstance(node, ast.Name) and node.id == "int" and not names.is_imported("int"):
+        return DType.I64  # np.array(..., dtype=int) is int64 on the platforms that matter
+    if isinstance(node, ast.Name) and node.id in ("float", "bool", "complex"):
+        return DType.OTHER
+    name = names.qual(node)
+    if name is None:
+        return None
+    if name in cat.U64_DTYPES:
+        return DType.U64
+    if name in cat.I64_DTYPES:
+        return DType.I64
+    head, _, attr = name.rpartition(".")
+    if head in ("torch", "numpy", "ctypes"):
+        return DType.OTHER if attr[:1].islower() and not attr.startswith("c_void") else None
+    if name.endswith(("U64.torch_dtype", "U64.numpy_dtype")):
+        return DType.U64
+    if name.endswith(("I64.torch_dtype", "I64.numpy_dtype")):
+        return DType.I64
+    if not head:
+        upper = name.upper().strip("_")
+        if upper in ("U64", "UINT64", "U64_DTYPE", "UINT64_DTYPE"):
+            return DType.U64
+        if upper in ("I64", "INT64", "I64_DTYPE", "INT64_DTYPE"):
+            return DType.I64
+    return None
+
+
+def int_value(node: ast.AST) -> int | None:
+    """Evaluate small constant integer expressions (``2**64``, ``1 << 63``, ``-(2**63)``)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = int_value(node.operand)
+        return None if v is None else -v
+    if isinstance(node, ast.BinOp):
+        left, right = int_value(node.left), int_value(node.right)
+        if left is None or right is None or right < 0 or right > 128:
+            return None
+        if isinstance(node.op, ast.Pow):
+            return int(left**right)
+        if isinstance(node.op, ast.LShift):
+            return left << right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Add):
+            return left + right
+    return None
+
+
+def twos_ifexp_operand(node: ast.IfExp) -> ast.expr | None:
+    """``x - 2**64 if x >= 2**63 else x`` (and mirrors): the converted operand ``x``."""
+    shifts = [
+        b for b in (node.body, node.orelse)
+        if isinstance(b, ast.BinOp) and isinstance(b.op, ast.Sub | ast.Add)
+        and int_value(b.right) == TWO_64
+    ]
+    if not shifts or not isinstance(node.test, ast.Compare):
+        return None
+    consts = frozenset({TWO_63, TWO_63 - 1, 0})
+    test = node.test
+    if not any(int_value(c) in consts for c in [test.left, *test.comparators]):
+        return None
+    shift = shifts[0]
+    assert isinstance(shift, ast.BinOp)
+    return shift.left
+
+
+def twos_binop_operand(node: ast.BinOp) -> ast.expr | None:
+    """``(x + 2**63) % 2**64 - 2**63``: the converted operand ``x``."""
+    if isinstance(node.op, ast.Sub) and int_value(node.right) == TWO_63:
+        left = node.left
+        if (
+            isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod)
+            and int_value(left.right) == TWO_64
+        ):
+            inner = left.left
+            if isinstance(inner, ast.BinOp) and int_value(inner.right) == TWO_63:
+                return inner.left
+            return inner
+    return None
+
+
+def names_an_address(node: ast.AST) -> bool:
+    """Whether an expression's rightmost name says it is an address (``ptr``, ``base_addr``)."""
+    name = last_name(node)
+    return name is not None and bool(ADDRESS_NAME_RE.search(name))
+
+
+def is_platform_test(node: ast.AST) -> bool:
+    """Whether a condition mentions a platform/device (``is_xpu()``, ``device.type == 'xpu'``)."""
+    for sub in ast.walk(node):
+        text: str | None = None
+        if isinstance(sub, ast.Name):
+            text = sub.id
+        elif isinstance(sub, ast.Attribute):
+            text = sub.attr
+        elif isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            text = sub.value
+        if text is not None and PLATFORM_RE.search(text):
+            return True
+    return False
+
+
+FUNCTION_TRIGGER: Final = re.compile(
+    r"data_ptr|uint64|_ptrs?\b|\bptrs?\b|addr|address|<<\s*6[34]|\*\*\s*6[34]|c_int64|"
+    r"c_longlong|c_uint64|c_void_p|struct\.|DevicePtr|__cuda_array_interface__|\.ptr\b|"
+    r"cudaMalloc|cuMemAlloc|IpcOpen|open_mem_handle|shared_buffer|array\(",
+    re.IGNORECASE,
+)
+"""Text a function body needs before the report pass walks it (others are summarized)."""
+
+
+def is_device_decorator(node: ast.expr, names: Names) -> bool:
+    """``@triton.jit``, ``@triton.autotune(...)``, ``@cute.kernel``..."""
+    target = node.func if isinstance(node, ast.Call) else node
+    name = names.qual(target)
+    if name is None:
+        return False
+    if name in cat.DEVICE_DECORATORS:
+        return True
+    return name.rpartition(".")[2] in ("jit", "kernel") and name.startswith(
+        ("triton", "cute", "cutlass")
+    )
+
+
+def kwarg(node: ast.Call, name: str) -> ast.expr | None:
+    """The value of keyword argument *name*, if given."""
+    for kw in node.keywords:
+        if kw.arg == name:
+            return kw.value
+    return None
+
+
+def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of *body*, nested blocks included, without descending into expressions."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                yield from iter_statements(block)
+        for handler in getattr(stmt, "handlers", ()):
+            yield from iter_statements(handler.body)
