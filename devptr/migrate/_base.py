@@ -23,7 +23,7 @@ from libcst.codemod import CodemodCommand, CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from devptr.lint.rules import RULES, Rule
+from devptr.lint.rules import DEFAULT_RULES, Rule
 
 CSTNodeT = TypeVar("CSTNodeT", bound=cst.CSTNode)
 
@@ -35,20 +35,9 @@ DEFAULT_LINE_LENGTH: Final = 88
 T = TypeVar("T")
 
 
-_CONVENTION_UNTIL_CATALOGUE: Final = frozenset({Rule.DP004, Rule.DP005, Rule.DP006})
-"""Convention rules of a catalogue without categories (the shared catalogue has them)."""
-
-
 def default_rules() -> frozenset[Rule]:
     """The rules that run when none are selected: the catalogue's defect rules."""
-    found = set()
-    for rule in Rule:
-        category = getattr(RULES[rule], "category", None)
-        if category is None:
-            category = "convention" if rule in _CONVENTION_UNTIL_CATALOGUE else "defect"
-        if category == "defect":
-            found.add(rule)
-    return frozenset(found)
+    return DEFAULT_RULES
 
 
 @attrs.frozen

@@ -8,7 +8,9 @@ every remaining finding whose statement has no ``TODO[devptr]`` comment for that
 one, with the checker's own message. So the migrated tree holds no silent site: each
 remaining finding sits under a TODO, and the next run finds them all marked.
 
-Without the checker (``devptr.lint.checker`` not importable) this pass does nothing.
+The findings come from the address-provenance engine (:mod:`devptr.lint.engine`), the
+analysis behind ``devptr check``, with the file's own ``# devptr: ignore[...]`` comments
+honoured.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from devptr.lint.engine import analyze_source, may_have_findings
 from devptr.lint.rules import Rule
 from devptr.migrate._base import (
     TODO_PREFIX,
@@ -37,14 +40,10 @@ Finding = tuple[int, int, Rule, str]
 
 def checker_findings(code: str, filename: str, rules: Iterable[Rule]) -> list[Finding]:
     """``devptr check`` findings in ``code`` not yet marked; [] without the checker."""
-    try:
-        from devptr.lint.checker import check_source, may_have_findings
-    except ImportError:  # pragma: no cover - the checker ships with devptr
-        return []
     if not may_have_findings(code):
         return []
     try:
-        found = check_source(code, filename, frozenset(rules))
+        found = analyze_source(code, filename, rules=frozenset(rules))
     except (SyntaxError, RecursionError):
         return []
     found_all = [(f.line, f.col, f.rule, " ".join(f.message.split())) for f in found]

@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 
 from devptr.lint.rules import Rule
-from devptr.migrate._base import default_rules
+from devptr.lint._selection import parse_selection, resolve
 from devptr.migrate._engine import Outcome, migrate_file
 
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist"})
@@ -99,48 +99,23 @@ class Summary:
         self.todos.update(outcome.todos)
 
 
-def _rule_codes(values: Sequence[str] | str | None, flag: str) -> set[Rule] | None:
-    """Rules named by a repeatable, comma-separated option; None when not given."""
-    if values is None:
-        return None
-    items = [values] if isinstance(values, str) else list(values)
-    if not items:
-        return None
-    found: set[Rule] = set()
-    for item in items:
-        for part in item.split(","):
-            code = part.strip().upper()
-            if not code:
-                continue
-            if code == "ALL":
-                found.update(Rule)
-                continue
-            try:
-                found.add(Rule(code))
-            except ValueError:
-                known = ", ".join(r.value for r in Rule)
-                raise ValueError(
-                    f"{flag}: unknown rule {part.strip()!r} (known: {known}, or ALL)"
-                ) from None
-    return found
-
-
 def parse_rules(
     select: Sequence[str] | str | None = None, ignore: Sequence[str] | str | None = None
 ) -> frozenset[Rule]:
     """The rules a run uses: ``--select`` (default: the defect rules) minus ``--ignore``.
 
-    Both options take comma-separated rule ids, may be repeated, and accept ``ALL``.
+    Both options take comma-separated items, may be repeated, and accept rule codes,
+    prefixes, categories and ``ALL``: the parser ``devptr check`` uses
+    (:mod:`devptr.lint._selection`).
 
     Raises
     ------
-    ValueError
-        For an unknown rule id; the message names the option.
+    devptr.lint._selection.SelectionError
+        A ``ValueError`` naming the option, for an item that names no rule.
     """
-    chosen = _rule_codes(select, "--select")
-    ignored = _rule_codes(ignore, "--ignore") or set()
-    base = set(default_rules()) if chosen is None else chosen
-    return frozenset(base - ignored)
+    chosen = parse_selection([select] if isinstance(select, str) else select, "--select")
+    ignored = parse_selection([ignore] if isinstance(ignore, str) else ignore, "--ignore")
+    return resolve(chosen or None, ignored)
 
 
 def parse_select(select: str | None) -> frozenset[Rule]:

@@ -110,9 +110,9 @@ def test_select_limits_rules(tree: Path) -> None:
 
 def test_unknown_rule_and_parse_failure_exit_2(tree: Path) -> None:
     code, _, err = _invoke(str(tree), "--select", "DP999")
-    assert code == 2 and "--select: unknown rule 'DP999'" in err
+    assert code == 2 and "--select: unknown rule selector 'DP999'" in err
     code, _, err = _invoke(str(tree), "--select", "DP001", "--ignore", "DP001,DPX")
-    assert code == 2 and "--ignore: unknown rule 'DPX'" in err
+    assert code == 2 and "--ignore: unknown rule selector 'DPX'" in err
     (tree / "pkg" / "broken.py").write_text("x = t.data_ptr(\n")
     code, _, err = _invoke(str(tree), "--check")
     assert code == 2

@@ -22,41 +22,37 @@ def todo_blocks(text: str) -> list[tuple[int, str]]:
     return found
 
 
-EC_LOAD = textwrap.dedent(
+CONCAT = textwrap.dedent(
     """
-    import numpy as np
+    import torch
 
 
-    def load(bufs, region, src, block_ids, block_size):
-        dst_base = region.blocks.data_ptr()
-        src_base = np.uint64(src.data_ptr())
-        slots, first_blocks = np.unique(block_ids), np.asarray(block_ids)
-        bufs.add_copies(
-            0,
-            src_base + slots.astype(np.uint64) * np.uint64(block_size),
-            dst_base + first_blocks * block_size,
+    def tables(ts, cache):
+        ptrs = [t.data_ptr() for t in ts]
+        return torch.tensor(ptrs + [0], dtype=torch.int64), torch.tensor(
+            [t.data_ptr() for t in ts], dtype=torch.int64
         )
     """
 )
 
 
 def test_checker_finding_the_codemods_cannot_prove_is_marked_once() -> None:
-    first = migrate_source(EC_LOAD, filename="ec.py", unsafe_fixes=True)
-    # the uint64 spelling is rewritten (an unsafe fix); `dst_base + first_blocks * block_size` is not
-    # (the codemod does not follow tuple unpacking), but devptr check flags it: a TODO
-    # goes above the statement holding it
-    assert first.rewrites == {Rule.DP003: 1}
-    assert "devptr.addresses(src_base, slots, block_size)" in first.new
-    assert "dst_base + first_blocks * block_size" in first.new
+    first = migrate_source(CONCAT, filename="m.py")
+    # the literal comprehension table is rewritten; the table built from a concatenation
+    # (followed by the engine, not by the codemod) gets a TODO above its statement
+    assert first.rewrites == {Rule.DP002: 1}
+    assert "devptr.ptr_tensor(list(ts),encoding=devptr.Encoding.I64)" in "".join(first.new.split())
+    assert "torch.tensor(ptrs + [0], dtype=torch.int64)" in first.new
     lines = first.new.splitlines()
     blocks = todo_blocks(first.new)
     assert len(blocks) == 1
     after, text = blocks[0]
-    assert text.startswith("TODO[devptr]: DP003 ") and text.endswith("(devptr check)")
-    assert lines[after] == "    bufs.add_copies("
+    assert text.startswith("TODO[devptr]: DP002 ") and text.endswith("(devptr check)")
+    assert lines[after].startswith("    return torch.tensor(ptrs + [0]")
     assert max(map(len, lines)) <= 88
-    assert first.todos == {Rule.DP003: 1}
-    second = migrate_source(first.new, filename="ec.py", unsafe_fixes=True)
+    assert first.todos == {Rule.DP002: 1}
+    assert [w.split(":")[1] for w in first.warnings] == ["7"]  # the line as written
+    second = migrate_source(first.new, filename="m.py")
     assert not second.changed
     assert second.todos == {} and second.warnings == ()
 
