@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar, Final, TypeVar, cast
 
 import attrs
@@ -23,6 +23,7 @@ from libcst.codemod import CodemodCommand, CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from devptr.lint.engine import Finding
 from devptr.lint.rules import DEFAULT_RULES, Rule
 
 CSTNodeT = TypeVar("CSTNodeT", bound=cst.CSTNode)
@@ -31,6 +32,7 @@ TODO_PREFIX: Final = "# TODO[devptr]:"
 STATS_KEY: Final = "devptr.migrate.stats"
 FACTS_KEY: Final = "devptr.migrate.facts"
 OPTIONS_KEY: Final = "devptr.migrate.options"
+SITES_KEY: Final = "devptr.migrate.sites"
 DEFAULT_LINE_LENGTH: Final = 88
 T = TypeVar("T")
 
@@ -86,6 +88,36 @@ class MigrateStats:
     unsafe: Counter[Rule] = attrs.field(factory=Counter)
     todos: Counter[Rule] = attrs.field(factory=Counter)
     needs_import: bool = False
+
+
+class Sites:
+    """The engine's findings on the text as written, for the codemods to act on.
+
+    A fix is safe only where the engine (:mod:`devptr.lint.engine`, the analysis behind
+    ``devptr check``) reports a finding of the fix's rule with a mechanical fix that it
+    calls safe, and the codemod finds nothing unsafe either; a fix the engine does not
+    confirm is unsafe. The codemods
+    run one after another, so a node of a later stage is placed on the original text with
+    ``to_original`` (see :class:`devptr.migrate._positions.LineMap`).
+    """
+
+    def __init__(self, findings: Sequence[Finding]) -> None:
+        self._by_rule: dict[Rule, list[Finding]] = {}
+        for finding in findings:
+            if finding.fix is not None:
+                self._by_rule.setdefault(finding.rule, []).append(finding)
+        self.to_original: Callable[[int], int] = lambda line: line
+
+    def rules(self) -> frozenset[Rule]:
+        """The rules with at least one fixable finding."""
+        return frozenset(self._by_rule)
+
+    def at(self, rule: Rule, first: int, last: int) -> Finding | None:
+        """A fixable finding of ``rule`` overlapping original lines ``first``..``last``."""
+        for finding in self._by_rule.get(rule, ()):
+            if finding.line <= last and first <= max(finding.end_line, finding.line):
+                return finding
+        return None
 
 
 def options_of(context: CodemodContext) -> Options:
@@ -165,18 +197,31 @@ class RuleCodemod(CodemodCommand, cst.CSTTransformer):
         *,
         unsafe: str | None = None,
         rule: Rule | None = None,
+        keeps_iteration: bool = False,
     ) -> bool:
         """Whether to apply a fix of ``rule`` (default: this codemod's) at ``original``.
 
         ``unsafe`` says which input the original accepted that the fix would treat
         differently (None: the fix keeps behaviour for every such input). A fix of a rule
         not selected is left silently; an unsafe fix without ``--unsafe-fixes`` gets a TODO
-        saying so. An applied fix is counted.
+        saying so. An applied fix is counted. ``keeps_iteration``: the rewrite of a
+        ``[x.data_ptr() for x in E]`` table passes ``list(E)`` (or ``E`` when it is a
+        sequence), so the engine's doubt about what ``E`` is does not apply.
         """
         rule = rule or self.RULE
         options = options_of(self.context)
         if rule not in options.rules:
             return False
+        sites = self.context.scratch.get(SITES_KEY)
+        if isinstance(sites, Sites):
+            line, end = self._lines_of(original)
+            found = sites.at(rule, sites.to_original(line), sites.to_original(end))
+            if found is None or found.fix is None:
+                unsafe = unsafe or "devptr check reports no fixable finding here"
+            else:
+                handled = keeps_iteration and found.fix.span("source") is not None
+                if found.fix.safety == "unsafe" and unsafe is None and not handled:
+                    unsafe = found.fix.unsafe_reason or "devptr check marks the fix unsafe"
         if unsafe is not None and not options.unsafe_fixes:
             self.flag(original, f"unsafe fix not applied ({unsafe}); review, then "
                       "devptr migrate --unsafe-fixes", rule=rule)  # fmt: skip
@@ -197,15 +242,23 @@ class RuleCodemod(CodemodCommand, cst.CSTTransformer):
         rule = rule or self.RULE
         if rule not in options_of(self.context).rules:
             return
-        if self._positions is None and self._input is not None:
-            wrapper = MetadataWrapper(self._input, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
         line = column = 0
-        if self._positions is not None and original in self._positions:
-            pos = self._positions[original]
+        pos = self._position(original)
+        if pos is not None:
             line, column = pos.start.line, pos.start.column + 1
         if self._pending:
             self._pending[-1].append(Note(line, column, rule, why))
+
+    def _position(self, node: cst.CSTNode) -> CodeRange | None:
+        """Where ``node`` (of this codemod's input) is, computed once per module."""
+        if self._positions is None and self._input is not None:
+            wrapper = MetadataWrapper(self._input, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
+        return None if self._positions is None else self._positions.get(node)
+
+    def _lines_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        pos = self._position(node)
+        return (0, 0) if pos is None else (pos.start.line, pos.end.line)
 
     @property
     def notes(self) -> list[Note]:

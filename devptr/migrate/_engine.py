@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Final
 
@@ -21,17 +21,20 @@ import attrs
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from devptr.lint.engine import analyze_source
 from devptr.lint.rules import Rule
 from devptr.migrate import _triggers
 from devptr.migrate._base import (
     DEFAULT_LINE_LENGTH,
     FACTS_KEY,
     OPTIONS_KEY,
+    SITES_KEY,
     STATS_KEY,
     MigrateStats,
     Note,
     Options,
     RuleCodemod,
+    Sites,
     default_rules,
 )
 from devptr.migrate._imports import ensure_devptr_import
@@ -129,6 +132,7 @@ def migrate_source(
     mark_findings: bool = True,
     unsafe_fixes: bool = False,
     line_length: int = DEFAULT_LINE_LENGTH,
+    engine: bool = True,
 ) -> Outcome:
     """Migrate one module's source text with the selected rules (default: the defect rules).
 
@@ -138,6 +142,11 @@ def migrate_source(
     :mod:`devptr.migrate._marks`). ``import devptr`` is added when a fix uses it, and
     changed lines are wrapped to ``line_length``. Warnings name lines of ``code``.
 
+    With ``engine`` (the default) the engine's findings decide: a module where
+    ``devptr check`` finds nothing (for the selected rules) is left as it is, and a fix is
+    safe only where the engine reports it fixable and safe (see ``_base.Sites``). Without
+    it the codemods' own recognition decides alone (used to test how rewrites are spelled).
+
     Raises
     ------
     libcst.ParserSyntaxError
@@ -145,6 +154,15 @@ def migrate_source(
     """
     selected = default_rules() if rules is None else frozenset(rules)
     options = Options(rules=selected, unsafe_fixes=unsafe_fixes, line_length=line_length)
+    found = []
+    if engine:
+        try:
+            found = analyze_source(code, filename, rules=selected)
+        except (SyntaxError, RecursionError):
+            cst.parse_module(code)  # raises libcst's error for a file that does not parse
+        if not found:
+            return Outcome(filename, code, code, {}, {}, ())
+    sites = Sites(found) if engine else None
     active = rules_for(code, selected)
     stats = MigrateStats()
     notes: list[Note] = []
@@ -153,7 +171,10 @@ def migrate_source(
         module = cst.parse_module(code)
         facts: dict[str, object] = {}  # analyses of the input module, shared by the rules
         for rule in active:
-            scratch = {STATS_KEY: stats, FACTS_KEY: facts, OPTIONS_KEY: options}
+            scratch: dict[str, object] = {STATS_KEY: stats, FACTS_KEY: facts, OPTIONS_KEY: options}
+            if sites is not None:
+                scratch[SITES_KEY] = sites
+                sites.to_original = _stage_lines(code, module)
             context = CodemodContext(filename=filename, scratch=scratch)
             codemod = CODEMODS[rule](context)
             before = module
@@ -161,7 +182,7 @@ def migrate_source(
             notes.extend(_on_original(codemod.notes, code, before))
         if stats.needs_import:
             module = ensure_devptr_import(module)
-    if mark_findings:
+    if mark_findings and (found or not engine):
         current = code if module is None else module.code
         findings = checker_findings(current, filename, selected)
         if findings:
@@ -185,6 +206,22 @@ def migrate_source(
         warnings=tuple(warnings),
         unsafe=dict(stats.unsafe),
     )
+
+
+def _stage_lines(code: str, stage: cst.Module) -> Callable[[int], int]:
+    """Line of ``stage`` -> line of ``code``, computed on first use."""
+    cache: list[LineMap] = []
+
+    def to_original(line: int) -> int:
+        if not cache:
+            text = stage.code
+            if text == code:
+                cache.append(LineMap(code, code))
+            else:
+                cache.append(LineMap(code, text))
+        return cache[0].to_old(line)
+
+    return to_original
 
 
 def _on_original(notes: list[Note], code: str, stage: cst.Module | str) -> list[Note]:

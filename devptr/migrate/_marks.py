@@ -23,7 +23,7 @@ from typing import cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devptr.lint.engine import analyze_source, may_have_findings
+from devptr.lint.engine import analyze_source
 from devptr.lint.rules import Rule
 from devptr.migrate._base import (
     TODO_PREFIX,
@@ -40,8 +40,6 @@ Finding = tuple[int, int, Rule, str]
 
 def checker_findings(code: str, filename: str, rules: Iterable[Rule]) -> list[Finding]:
     """``devptr check`` findings in ``code`` not yet marked; [] without the checker."""
-    if not may_have_findings(code):
-        return []
     try:
         found = analyze_source(code, filename, rules=frozenset(rules))
     except (SyntaxError, RecursionError):

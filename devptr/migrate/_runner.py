@@ -10,8 +10,8 @@ from pathlib import Path
 
 import attrs
 
-from devptr.lint.rules import Rule
 from devptr.lint._selection import parse_selection, resolve
+from devptr.lint.rules import Rule
 from devptr.migrate._engine import Outcome, migrate_file
 
 _SKIP_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist"})

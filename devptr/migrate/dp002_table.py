@@ -95,7 +95,7 @@ class TableCodemod(RuleCodemod):
             kwargs.append(("device", device))
         convention = encoding == "U64"
         rule = Rule.DP006 if convention else Rule.DP002
-        if not self.fix(original_node, rule=rule):
+        if not self.fix(original_node, rule=rule, keeps_iteration=self._keeps_iteration):
             return updated_node
         return devptr_call(("ptr_tensor",), [items], kwargs).with_changes(
             lpar=updated_node.lpar, rpar=updated_node.rpar
@@ -117,6 +117,7 @@ class TableCodemod(RuleCodemod):
     def _items(self, data: cst.BaseExpression) -> cst.BaseExpression | None:
         """The argument for ptr_tensor: tensors when possible, else DevicePtrs; None if mixed."""
         data = strip_parens(data)
+        self._keeps_iteration = False
         if isinstance(data, (cst.List, cst.Tuple)):
             values: list[cst.BaseExpression] = []
             for element in data.elements:
@@ -142,7 +143,9 @@ class TableCodemod(RuleCodemod):
                     and owner.deep_equals(comp.target)
                 )
                 if simple:
+                    self._keeps_iteration = True
                     return self._iterated(comp.iter)
+                self._keeps_iteration = True  # the comprehension stays: same iteration
                 return cst.ListComp(elt=owner, for_in=comp)
             ptr = to_device_ptr(data.elt, self._helpers)
             return None if ptr is None else cst.ListComp(elt=ptr, for_in=comp)

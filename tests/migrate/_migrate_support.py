@@ -1,8 +1,9 @@
 """Test support: before/after pairs through the real pipeline, run twice.
 
 ``assertCodemod(before, after)`` migrates ``before`` with ``migrate_source`` for the rule of
-the class's codemod (plus ``rules``), without the closing ``devptr check`` pass, and
-compares with ``after``; then migrates ``after`` and requires that nothing changes and no
+the class's codemod (plus ``rules``), without the engine (these pairs test how each
+rewrite is spelled, on the codemods' own recognition; ``test_engine_gate.py``,
+``test_safety.py`` and ``test_behaviour.py`` run with it) and compares with ``after``; then migrates ``after`` and requires that nothing changes and no
 warning is new (idempotence).
 """
 
@@ -43,6 +44,7 @@ class TwiceCodemodTest(unittest.TestCase):
             mark_findings=False,
             unsafe_fixes=unsafe_fixes,
             line_length=line_length,
+            engine=False,
         )
 
     def assertCodemod(

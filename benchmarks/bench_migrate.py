@@ -1,0 +1,244 @@
+"""``devptr migrate`` on three trees it was not written on: vLLM 0.33.0, sglang, LMCache.
+
+Each tree is unzipped from its wheel into a cache folder (never into this repository;
+``pip download --no-deps``), copied to a temporary folder and migrated there with the
+command's defaults (the defect rules, safe fixes only, every core), then checked:
+
+- every changed file still compiles (``compile()``);
+- a second run changes nothing and reports nothing;
+- every finding the engine (``devptr check``'s analysis) still reports sits under a
+  ``# TODO[devptr]: <rule>`` comment right above its innermost statement;
+- added lines fit the tree's line length (88 when the wheel ships no configuration).
+
+The same is done for ``--select ALL --unsafe-fixes`` (every rule, every fix), for counts.
+Results go to ``benchmarks/results/migrate.md`` (the hand-written review below its marker
+line is kept) and each tree's diff next to the temporary copy (its path is printed).
+
+Run from the repository root::
+
+    python -m benchmarks.bench_migrate [--trees vllm,sglang,lmcache] [--single-job sglang]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime as dt
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections import Counter
+from pathlib import Path
+
+from benchmarks._harness import machine_line
+from devptr.lint.engine import analyze_source
+from devptr.lint.rules import Rule
+from devptr.migrate import Outcome, collect_files, iter_outcomes
+from devptr.migrate._runner import parse_rules
+
+RESULTS = Path(__file__).parent / "results" / "migrate.md"
+REVIEW_MARK = "<!-- review: hand-written below this line; the benchmark keeps it -->"
+TODO_MARK = "# TODO[devptr]:"
+WHEELS = {"sglang": ("sglang", "0.5.23"), "lmcache": ("lmcache", "0.5.6")}
+
+
+def _cache() -> Path:
+    base = os.environ.get("DEVPTR_CACHE_DIR") or os.path.join(tempfile.gettempdir(), "devptr-cache")
+    return Path(base)
+
+
+def tree_root(name: str) -> Path:
+    """The folder holding the package ``name`` of the tree (downloaded on first use)."""
+    if name == "vllm":
+        from benchmarks.vllm_tree import vllm_source_tree
+
+        return vllm_source_tree() / "vllm"
+    dist, version = WHEELS[name]
+    dest = _cache() / f"{dist}-{version}"
+    if not (dest / name / "__init__.py").is_file():
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "-q",
+                 f"{dist}=={version}", "-d", tmp],
+                check=True,
+            )
+            wheel = next(Path(tmp).glob("*.whl"))
+            with zipfile.ZipFile(wheel) as zf:
+                members = [m for m in zf.namelist() if m.startswith(f"{name}/") and m.endswith(".py")]
+                zf.extractall(dest, members)
+    return dest / name
+
+
+def _todo_marked(lines: list[str], spans: list[tuple[int, int]], line: int, rule: str) -> bool:
+    """Whether the innermost statement holding ``line`` has a TODO for ``rule`` above it."""
+    starts = [s for s, e in spans if s <= line <= e]
+    k = (max(starts) if starts else line) - 2
+    while k >= 0 and lines[k].lstrip().startswith(("#", "@")):
+        if lines[k].lstrip().startswith(f"{TODO_MARK} {rule}"):
+            return True
+        k -= 1
+    return False
+
+
+def _migrate(root: Path, files: list[Path], jobs: int | None, rules: frozenset[Rule],
+             unsafe: bool) -> tuple[list[tuple[Path, Outcome]], float]:  # fmt: skip
+    start = time.perf_counter()
+    pairs = list(zip(files, iter_outcomes(files, rules, jobs, unsafe_fixes=unsafe), strict=True))
+    seconds = time.perf_counter() - start
+    for path, outcome in pairs:
+        if outcome.changed:
+            path.write_bytes(outcome.new.encode("utf-8"))
+    return pairs, seconds
+
+
+def measure(name: str, source: Path, work: Path, label: str, rules: frozenset[Rule],
+            unsafe: bool, jobs: int | None) -> dict[str, object]:  # fmt: skip
+    """Migrate a fresh copy of ``source`` and check the result."""
+    copy = work / label / name
+    shutil.copytree(source, copy)
+    files = collect_files([copy])
+    pairs, seconds = _migrate(copy, files, jobs, rules, unsafe)
+    changed = [(p, o) for p, o in pairs if o.changed]
+    fixes: Counter[Rule] = Counter()
+    unsafe_n: Counter[Rule] = Counter()
+    todos: Counter[Rule] = Counter()
+    for _, o in pairs:
+        fixes.update(o.rewrites)
+        unsafe_n.update(o.unsafe)
+        todos.update(o.todos)
+    written_todos = sum(o.new.count(TODO_MARK) - o.old.count(TODO_MARK) for _, o in changed)
+    not_compiling = []
+    long_lines = 0
+    for path, o in changed:
+        try:
+            compile(o.new, str(path), "exec")
+        except SyntaxError as exc:
+            not_compiling.append(f"{path.relative_to(copy)}: {exc}")
+        old = set(o.old.splitlines())
+        long_lines += sum(1 for ln in o.new.splitlines() if ln not in old and len(ln) > 88)
+    diff = work / f"{name}-{label}.diff"
+    diff.write_text("".join(o.diff().replace(str(copy) + "/", "") for _, o in changed))
+    second, seconds2 = _migrate(copy, files, jobs, rules, unsafe)
+    second_changed = [p for p, o in second if o.changed]
+    second_reported = sum(len(o.warnings) for _, o in second)
+    unmarked = []
+    left = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        try:
+            found = analyze_source(text, str(path), rules=rules)
+        except SyntaxError:
+            continue
+        if not found:
+            continue
+        lines = text.splitlines()
+        spans = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(ast.parse(text))
+                 if isinstance(n, ast.stmt)]  # fmt: skip
+        for f in found:
+            left += 1
+            if not _todo_marked(lines, spans, f.line, f.rule.value):
+                unmarked.append(f"{path.relative_to(copy)}:{f.line} {f.rule.value}")
+    return {
+        "files": len(pairs), "changed": len(changed), "seconds": seconds, "fixes": fixes,
+        "unsafe": unsafe_n, "todos": todos, "written_todos": written_todos,
+        "failures": [(str(p.relative_to(copy)), o.error) for p, o in pairs if o.error],
+        "not_compiling": not_compiling, "long_lines": long_lines,
+        "second_changed": len(second_changed), "second_reported": second_reported,
+        "seconds2": seconds2, "left": left, "unmarked": unmarked, "diff": diff,
+        "per_file": [(str(p.relative_to(copy)), o) for p, o in changed],
+    }  # fmt: skip
+
+
+def _table(name: str, label: str, r: dict[str, object]) -> list[str]:
+    fixes, unsafe, todos = r["fixes"], r["unsafe"], r["todos"]
+    assert isinstance(fixes, Counter) and isinstance(unsafe, Counter) and isinstance(todos, Counter)
+    out = [
+        f"### {name}, {label}",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| files scanned | {r['files']} |",
+        f"| files changed | {r['changed']} |",
+        f"| fixes applied (of which unsafe) | {sum(fixes.values())} ({sum(unsafe.values())}) |",
+        f"| TODO comments counted / found in the output | {sum(todos.values())} / {r['written_todos']} |",
+        f"| files that failed to parse | {len(r['failures'])} |",  # type: ignore[arg-type]
+        f"| changed files that do not compile | {len(r['not_compiling'])} |",  # type: ignore[arg-type]
+        f"| added lines over 88 columns | {r['long_lines']} |",
+        f"| second run: files changed, warnings | {r['second_changed']}, {r['second_reported']} |",
+        f"| engine findings left / not under a TODO at their statement | {r['left']} / {len(r['unmarked'])} |",  # type: ignore[arg-type]
+        f"| wall time, first run / second run | {r['seconds']:.1f} s / {r['seconds2']:.1f} s |",
+        "",
+        "| rule | fixes | unsafe | TODOs |",
+        "|---|---|---|---|",
+    ]  # fmt: skip
+    for rule in Rule:
+        if fixes[rule] or todos[rule]:
+            out.append(f"| {rule.value} | {fixes[rule]} | {unsafe[rule]} | {todos[rule]} |")
+    changed = r["per_file"]
+    assert isinstance(changed, list)
+    fixed = [(p, o) for p, o in changed if o.rewrites]
+    if fixed:
+        out += ["", "Files with fixes:", ""]
+        for p, o in fixed:
+            parts = [f"{k.value} x{v}" for k, v in sorted(o.rewrites.items(), key=lambda x: x[0].value)]
+            out.append(f"- `{p}`: " + ", ".join(parts))
+    for key, title in (("unmarked", "Findings not under a TODO"), ("not_compiling", "Not compiling")):
+        items = r[key]
+        assert isinstance(items, list)
+        if items:
+            out += ["", f"{title}:", ""] + [f"- `{x}`" for x in items]
+    return [*out, ""]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--trees", default="vllm,sglang,lmcache")
+    parser.add_argument("--jobs", type=int, default=None, help="default: every core")
+    parser.add_argument("--single-job", default="", help="trees also timed with --jobs 1")
+    parser.add_argument("--no-all", action="store_true", help="skip the ALL+unsafe run")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="devptr-migrate-"))
+    print(f"working in {work}", file=sys.stderr)
+    sections: list[str] = []
+    single = {t for t in args.single_job.split(",") if t}
+    for name in [t for t in args.trees.split(",") if t]:
+        source = tree_root(name)
+        runs = [("defaults", parse_rules(), False, args.jobs)]
+        if not args.no_all:
+            runs.append(("--select ALL --unsafe-fixes", parse_rules("ALL"), True, args.jobs))
+        if name in single:
+            runs.append(("defaults, --jobs 1", parse_rules(), False, 1))
+        for label, rules, unsafe, jobs in runs:
+            tag = label.replace(" ", "").replace("-", "").replace(",", "_")
+            result = measure(name, source, work, tag, rules, unsafe, jobs)
+            sections += _table(name, label, result)
+            print("\n".join(sections[-3:]), file=sys.stderr)
+            print(f"diff: {result['diff']}", file=sys.stderr)
+            shutil.rmtree(work / tag / name)
+    head = [
+        "# `devptr migrate` on vLLM 0.33.0, sglang 0.5.23 and LMCache 0.5.6",
+        "",
+        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- machine: {machine_line()}",
+        f"- command: `python -m benchmarks.bench_migrate --trees {args.trees}"
+        + (f" --single-job {args.single_job}" if single else "") + "` (in-process "
+        "equivalent of `devptr migrate <tree>` on a temporary copy; jobs: "
+        + (str(args.jobs) if args.jobs else f"every core ({os.cpu_count()})") + ")",
+        "- trees: the package folder of each wheel (`pip download --no-deps`), not committed",
+        "",
+        "## Measured",
+        "",
+    ]
+    review = ""
+    if RESULTS.is_file() and REVIEW_MARK in RESULTS.read_text(encoding="utf-8"):
+        review = RESULTS.read_text(encoding="utf-8").split(REVIEW_MARK, 1)[1]
+    RESULTS.write_text("\n".join(head + sections) + "\n" + REVIEW_MARK + review, encoding="utf-8")
+    print(f"wrote {RESULTS}; diffs in {work}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
