@@ -112,12 +112,21 @@ class Sites:
         """The rules with at least one fixable finding."""
         return frozenset(self._by_rule)
 
-    def at(self, rule: Rule, first: int, last: int) -> Finding | None:
-        """A fixable finding of ``rule`` overlapping original lines ``first``..``last``."""
-        for finding in self._by_rule.get(rule, ()):
-            if finding.line <= last and first <= max(finding.end_line, finding.line):
-                return finding
-        return None
+    def at(self, rule: Rule, first: int, last: int, column: int) -> Finding | None:
+        """The fixable finding of ``rule`` at a node on original lines ``first``..``last``.
+
+        The finding starting at (``first``, ``column``) when there is one, else the only
+        one overlapping those lines, else None (ambiguous or absent).
+        """
+        overlapping = [
+            f
+            for f in self._by_rule.get(rule, ())
+            if f.line <= last and first <= max(f.end_line, f.line)
+        ]
+        exact = [f for f in overlapping if (f.line, f.col) == (first, column)]
+        if exact:
+            return exact[0]
+        return overlapping[0] if len(overlapping) == 1 else None
 
 
 def options_of(context: CodemodContext) -> Options:
@@ -214,8 +223,11 @@ class RuleCodemod(CodemodCommand, cst.CSTTransformer):
             return False
         sites = self.context.scratch.get(SITES_KEY)
         if isinstance(sites, Sites):
-            line, end = self._lines_of(original)
-            found = sites.at(rule, sites.to_original(line), sites.to_original(end))
+            pos = self._position(original)
+            line, end, column = (0, 0, 0) if pos is None else (
+                pos.start.line, pos.end.line, pos.start.column
+            )
+            found = sites.at(rule, sites.to_original(line), sites.to_original(end), column)
             if found is None or found.fix is None:
                 unsafe = unsafe or "devptr check reports no fixable finding here"
             else:
@@ -255,10 +267,6 @@ class RuleCodemod(CodemodCommand, cst.CSTTransformer):
             wrapper = MetadataWrapper(self._input, unsafe_skip_copy=True)
             self._positions = wrapper.resolve(PositionProvider)
         return None if self._positions is None else self._positions.get(node)
-
-    def _lines_of(self, node: cst.CSTNode) -> tuple[int, int]:
-        pos = self._position(node)
-        return (0, 0) if pos is None else (pos.start.line, pos.end.line)
 
     @property
     def notes(self) -> list[Note]:

@@ -37,18 +37,20 @@ def test_check_reports_and_writes_nothing(tree: Path) -> None:
     assert code == 1
     assert out == ""
     assert _snapshot(tree) == before
-    assert "6 files scanned, 3 would change, 0 failed" in err
+    assert "7 files scanned, 2 would change, 0 failed" in err
     assert "DP002" in err and "TODO" in err
 
 
 def test_diff_prints_unified_diff_and_exits_1(tree: Path) -> None:
     before = _snapshot(tree)
-    code, out, _ = _invoke(str(tree), "--diff", "--unsafe-fixes")
+    code, out, _ = _invoke(str(tree), "--diff")
     assert code == 1
     assert _snapshot(tree) == before
-    assert out.count("\n--- ") + out.startswith("--- ") == 3
-    assert out.count("\n+++ ") == 3
-    assert "+        devptr.store(dst_ptrs_np, offset, devptr.DevicePtr.of(state[dest_block_id]))" in out
+    assert out.count("\n--- ") + out.startswith("--- ") == 2
+    assert out.count("\n+++ ") == 2
+    assert "+        devptr.store(table, i, devptr.DevicePtr.of(layer))" in out
+    # the store into a container the engine cannot type is not touched by default
+    assert "dst_ptrs_np" not in out
     # DP005 is a convention rule: not selected, not touched
     assert "-_PTR_DTYPE = torch.uint64 if current_platform.is_xpu() else torch.int64" not in out
 
@@ -59,7 +61,9 @@ def test_write_then_second_run_changes_nothing(tree: Path) -> None:
     assert code == 0, err
     migrated = _snapshot(tree)
     changed = {k for k in migrated if migrated[k] != original[k]}
-    assert changed == {"pkg/mamba_like.py", "pkg/ec_like.py", "pkg/lamport_like.py"}
+    assert changed == {
+        "pkg/mamba_like.py", "pkg/ec_like.py", "pkg/lamport_like.py", "pkg/table_like.py"
+    }
     for name, text in migrated.items():
         compile(text, name, "exec")
     lamport = migrated["pkg/lamport_like.py"]
@@ -202,7 +206,7 @@ def test_diff_goes_to_the_redirected_stdout_under_a_terminal(tree: Path, tmp_pat
     try:
         with patch.open("w") as out:
             proc = subprocess.run(
-                [sys.executable, "-m", "devptr.cli", "migrate", str(tree), "--diff", "--unsafe-fixes"],
+                [sys.executable, "-m", "devptr.cli", "migrate", str(tree), "--diff"],
                 stdin=follower,
                 stdout=out,
                 stderr=follower,
@@ -224,5 +228,5 @@ def test_diff_goes_to_the_redirected_stdout_under_a_terminal(tree: Path, tmp_pat
         os.close(leader)
     assert proc.returncode == 1
     text = patch.read_text()
-    assert text.count("\n+++ ") == 3 and "devptr.store(dst_ptrs_np" in text
+    assert text.count("\n+++ ") == 2 and "devptr.store(table, i" in text
     assert b"devptr migrate" in seen and b"+++ " not in seen

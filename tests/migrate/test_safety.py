@@ -22,7 +22,11 @@ from devptr.testing import HIGH_ADDRESSES, FakeTensor
 
 
 def _migrate(code: str, **options: Any) -> Outcome:
-    return migrate_source(textwrap.dedent(code), filename="case.py", mark_findings=False, **options)
+    """The codemods' own safety judgement (``engine=False``); ``test_engine_gate.py`` adds
+    the engine's, which can only make a fix less safe."""
+    return migrate_source(
+        textwrap.dedent(code), filename="case.py", mark_findings=False, engine=False, **options
+    )
 
 
 def _run(code: str, name: str, *args: Any) -> Any:
