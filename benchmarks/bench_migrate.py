@@ -84,6 +84,17 @@ def _todo_marked(lines: list[str], spans: list[tuple[int, int]], line: int, rule
     return False
 
 
+def _findings(files: list[Path], rules: frozenset[Rule]) -> int:
+    """How many findings the engine reports over ``files`` (per module, as migrate sees them)."""
+    total = 0
+    for path in files:
+        try:
+            total += len(analyze_source(path.read_text(encoding="utf-8"), str(path), rules=rules))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+    return total
+
+
 def _migrate(root: Path, files: list[Path], jobs: int | None, rules: frozenset[Rule],
              unsafe: bool) -> tuple[list[tuple[Path, Outcome]], float]:  # fmt: skip
     start = time.perf_counter()
@@ -101,6 +112,7 @@ def measure(name: str, source: Path, work: Path, label: str, rules: frozenset[Ru
     copy = work / label / name
     shutil.copytree(source, copy)
     files = collect_files([copy])
+    before = _findings(files, rules)
     pairs, seconds = _migrate(copy, files, jobs, rules, unsafe)
     changed = [(p, o) for p, o in pairs if o.changed]
     fixes: Counter[Rule] = Counter()
@@ -148,50 +160,112 @@ def measure(name: str, source: Path, work: Path, label: str, rules: frozenset[Ru
         "failures": [(str(p.relative_to(copy)), o.error) for p, o in pairs if o.error],
         "not_compiling": not_compiling, "long_lines": long_lines,
         "second_changed": len(second_changed), "second_reported": second_reported,
+        "before": before,
         "seconds2": seconds2, "left": left, "unmarked": unmarked, "diff": diff,
         "per_file": [(str(p.relative_to(copy)), o) for p, o in changed],
     }  # fmt: skip
 
 
-def _table(name: str, label: str, r: dict[str, object]) -> list[str]:
-    fixes, unsafe, todos = r["fixes"], r["unsafe"], r["todos"]
-    assert isinstance(fixes, Counter) and isinstance(unsafe, Counter) and isinstance(todos, Counter)
-    out = [
-        f"### {name}, {label}",
-        "",
-        "| measure | value |",
-        "|---|---|",
-        f"| files scanned | {r['files']} |",
-        f"| files changed | {r['changed']} |",
-        f"| fixes applied (of which unsafe) | {sum(fixes.values())} ({sum(unsafe.values())}) |",
-        f"| TODO comments counted / found in the output | {sum(todos.values())} / {r['written_todos']} |",
-        f"| files that failed to parse | {len(r['failures'])} |",  # type: ignore[arg-type]
-        f"| changed files that do not compile | {len(r['not_compiling'])} |",  # type: ignore[arg-type]
-        f"| added lines over 88 columns | {r['long_lines']} |",
-        f"| second run: files changed, warnings | {r['second_changed']}, {r['second_reported']} |",
-        f"| engine findings left / not under a TODO at their statement | {r['left']} / {len(r['unmarked'])} |",  # type: ignore[arg-type]
-        f"| wall time, first run / second run | {r['seconds']:.1f} s / {r['seconds2']:.1f} s |",
-        "",
-        "| rule | fixes | unsafe | TODOs |",
-        "|---|---|---|---|",
+NAMES = {"vllm": "vLLM 0.33.0", "sglang": "sglang 0.5.23", "lmcache": "LMCache 0.5.6"}
+Result = dict[str, object]
+
+
+def _c(r: Result, key: str) -> Counter[Rule]:
+    value = r[key]
+    assert isinstance(value, Counter)
+    return value
+
+
+def _n(r: Result, key: str) -> int:
+    value = r[key]
+    return len(value) if isinstance(value, list) else int(value)  # type: ignore[call-overload]
+
+
+def _summary(results: dict[str, Result]) -> list[str]:
+    trees = list(results)
+    rows = [
+        ("files scanned", lambda r: str(r["files"])),
+        ("files changed", lambda r: str(r["changed"])),
+        ("fixes applied (of which unsafe)",
+         lambda r: f"{sum(_c(r, 'fixes').values())} ({sum(_c(r, 'unsafe').values())})"),
+        ("TODO comments counted / written",
+         lambda r: f"{sum(_c(r, 'todos').values())} / {r['written_todos']}"),
+        ("files that failed to parse", lambda r: str(_n(r, "failures"))),
+        ("changed files that do not compile", lambda r: str(_n(r, "not_compiling"))),
+        ("added lines over 88 columns", lambda r: str(r["long_lines"])),
+        ("second run: files changed, warnings", lambda r: f"{r['second_changed']}, {r['second_reported']}"),
+        ("wall time, first / second run", lambda r: f"{r['seconds']:.1f} s / {r['seconds2']:.1f} s"),
     ]  # fmt: skip
+    out = ["| measure | " + " | ".join(NAMES[t] for t in trees) + " |",
+           "|---|" + "---|" * len(trees)]  # fmt: skip
+    out += [f"| {label} | " + " | ".join(f(results[t]) for t in trees) + " |" for label, f in rows]
+    out += ["", "| rule | name | " + " | ".join(f"{NAMES[t]} fixes / TODOs" for t in trees) + " |",
+            "|---|---|" + "---|" * len(trees)]  # fmt: skip
     for rule in Rule:
-        if fixes[rule] or todos[rule]:
-            out.append(f"| {rule.value} | {fixes[rule]} | {unsafe[rule]} | {todos[rule]} |")
-    changed = r["per_file"]
-    assert isinstance(changed, list)
-    fixed = [(p, o) for p, o in changed if o.rewrites]
-    if fixed:
-        out += ["", "Files with fixes:", ""]
+        cells = [f"{_c(results[t], 'fixes')[rule]} / {_c(results[t], 'todos')[rule]}" for t in trees]
+        if any(c != "0 / 0" for c in cells):
+            out.append(f"| {rule.value} | {rule.info.name} | " + " | ".join(cells) + " |")
+    return [*out, ""]
+
+
+def _files(results: dict[str, Result]) -> list[str]:
+    out: list[str] = []
+    for tree, r in results.items():
+        changed = r["per_file"]
+        assert isinstance(changed, list)
+        fixed = [(p, o) for p, o in changed if o.rewrites]
+        out.append(f"- {NAMES[tree]}: " + ("none" if not fixed else ""))
         for p, o in fixed:
             parts = [f"{k.value} x{v}" for k, v in sorted(o.rewrites.items(), key=lambda x: x[0].value)]
-            out.append(f"- `{p}`: " + ", ".join(parts))
-    for key, title in (("unmarked", "Findings not under a TODO"), ("not_compiling", "Not compiling")):
-        items = r[key]
-        assert isinstance(items, list)
-        if items:
-            out += ["", f"{title}:", ""] + [f"- `{x}`" for x in items]
+            unsafe = sum(o.unsafe.values())
+            out.append(f"  - `{p}`: " + ", ".join(parts) + (f" ({unsafe} unsafe)" if unsafe else ""))
+        for key, title in (("unmarked", "finding not under a TODO"), ("not_compiling", "not compiling")):
+            items = r[key]
+            assert isinstance(items, list)
+            out += [f"  - {title}: `{x}`" for x in items]
     return [*out, ""]
+
+
+def render(runs: dict[str, dict[str, Result]], args: argparse.Namespace) -> str:
+    """The results file (without the hand-written review)."""
+    single = [t for t in runs.get("single", {})]
+    lines = [
+        "# `devptr migrate` on vLLM 0.33.0, sglang 0.5.23 and LMCache 0.5.6",
+        "",
+        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"- machine: {machine_line()}",
+        f"- command: `python -m benchmarks.bench_migrate --trees {args.trees}"
+        + (f" --single-job {','.join(single)}" if single else "") + "` (in-process "
+        "equivalent of `devptr migrate <tree>` on a temporary copy, every core unless said)",
+        "- trees: the package folder of each wheel (`pip download --no-deps`), not committed",
+        "",
+        "## Migration with the defaults (defect rules, safe fixes)",
+        "",
+        *_summary(runs["defaults"]),
+    ]
+    if "all" in runs:
+        lines += ["## Every rule, every fix (`--select ALL --unsafe-fixes`)", "",
+                  *_summary(runs["all"])]  # fmt: skip
+    lines += [
+        "## Engine findings before and after (the rules of each run)",
+        "",
+        "| tree | run | findings before | findings after | after, not under a TODO at their statement |",
+        "|---|---|---|---|---|",
+    ]
+    for label, key in (("defaults", "defaults"), ("ALL, unsafe", "all")):
+        for tree, r in runs.get(key, {}).items():
+            lines.append(f"| {NAMES[tree]} | {label} | {r['before']} | {r['left']} | {_n(r, 'unmarked')} |")
+    lines += ["", "## Files with fixes", "", "Defaults:", "", *_files(runs["defaults"])]
+    if "all" in runs:
+        lines += ["`--select ALL --unsafe-fixes`:", "", *_files(runs["all"])]
+    if single:
+        lines += ["## Speed: every core against one job (defaults)", "",
+                  "| tree | every core | one job |", "|---|---|---|"]  # fmt: skip
+        for tree in single:
+            lines.append(f"| {NAMES[tree]} | {runs['defaults'][tree]['seconds']:.1f} s | "
+                         f"{runs['single'][tree]['seconds']:.1f} s |")  # fmt: skip
+        lines.append("")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -203,40 +277,24 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="devptr-migrate-"))
     print(f"working in {work}", file=sys.stderr)
-    sections: list[str] = []
+    runs: dict[str, dict[str, Result]] = {}
     single = {t for t in args.single_job.split(",") if t}
     for name in [t for t in args.trees.split(",") if t]:
         source = tree_root(name)
-        runs = [("defaults", parse_rules(), False, args.jobs)]
+        todo = [("defaults", parse_rules(), False, args.jobs)]
         if not args.no_all:
-            runs.append(("--select ALL --unsafe-fixes", parse_rules("ALL"), True, args.jobs))
+            todo.append(("all", parse_rules("ALL"), True, args.jobs))
         if name in single:
-            runs.append(("defaults, --jobs 1", parse_rules(), False, 1))
-        for label, rules, unsafe, jobs in runs:
-            tag = label.replace(" ", "").replace("-", "").replace(",", "_")
-            result = measure(name, source, work, tag, rules, unsafe, jobs)
-            sections += _table(name, label, result)
-            print("\n".join(sections[-3:]), file=sys.stderr)
-            print(f"diff: {result['diff']}", file=sys.stderr)
-            shutil.rmtree(work / tag / name)
-    head = [
-        "# `devptr migrate` on vLLM 0.33.0, sglang 0.5.23 and LMCache 0.5.6",
-        "",
-        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {machine_line()}",
-        f"- command: `python -m benchmarks.bench_migrate --trees {args.trees}"
-        + (f" --single-job {args.single_job}" if single else "") + "` (in-process "
-        "equivalent of `devptr migrate <tree>` on a temporary copy; jobs: "
-        + (str(args.jobs) if args.jobs else f"every core ({os.cpu_count()})") + ")",
-        "- trees: the package folder of each wheel (`pip download --no-deps`), not committed",
-        "",
-        "## Measured",
-        "",
-    ]
+            todo.append(("single", parse_rules(), False, 1))
+        for key, rules, unsafe, jobs in todo:
+            result = measure(name, source, work, key, rules, unsafe, jobs)
+            runs.setdefault(key, {})[name] = result
+            print(f"{name} {key}: {result['seconds']:.1f} s, diff {result['diff']}", file=sys.stderr)
+            shutil.rmtree(work / key / name)
     review = ""
     if RESULTS.is_file() and REVIEW_MARK in RESULTS.read_text(encoding="utf-8"):
         review = RESULTS.read_text(encoding="utf-8").split(REVIEW_MARK, 1)[1]
-    RESULTS.write_text("\n".join(head + sections) + "\n" + REVIEW_MARK + review, encoding="utf-8")
+    RESULTS.write_text(render(runs, args) + "\n" + REVIEW_MARK + review, encoding="utf-8")
     print(f"wrote {RESULTS}; diffs in {work}", file=sys.stderr)
 
 
