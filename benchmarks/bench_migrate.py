@@ -32,6 +32,7 @@ import tempfile
 import time
 import zipfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks._harness import machine_line
@@ -183,7 +184,7 @@ def _n(r: Result, key: str) -> int:
 
 def _summary(results: dict[str, Result]) -> list[str]:
     trees = list(results)
-    rows = [
+    rows: list[tuple[str, Callable[[Result], str]]] = [
         ("files scanned", lambda r: str(r["files"])),
         ("files changed", lambda r: str(r["changed"])),
         ("fixes applied (of which unsafe)",

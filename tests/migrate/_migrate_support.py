@@ -2,9 +2,9 @@
 
 ``assertCodemod(before, after)`` migrates ``before`` with ``migrate_source`` for the rule of
 the class's codemod (plus ``rules``), without the engine (these pairs test how each
-rewrite is spelled, on the codemods' own recognition; ``test_engine_gate.py``,
-``test_safety.py`` and ``test_behaviour.py`` run with it) and compares with ``after``; then migrates ``after`` and requires that nothing changes and no
-warning is new (idempotence).
+rewrite is spelled, on the codemods' own recognition; ``test_engine_gate.py`` covers the
+engine's part) and compares with ``after``; then migrates ``after`` and requires that
+nothing changes and no warning is new (idempotence).
 """
 
 from __future__ import annotations
