@@ -240,10 +240,10 @@ def render(runs: dict[str, dict[str, Result]], args: argparse.Namespace) -> str:
         "equivalent of `devptr migrate <tree>` on a temporary copy, every core unless said)",
         "- trees: the package folder of each wheel (`pip download --no-deps`), not committed",
         "",
-        "## Migration with the defaults (defect rules, safe fixes)",
-        "",
-        *_summary(runs["defaults"]),
     ]
+    if "defaults" in runs:
+        lines += ["## Migration with the defaults (defect rules, safe fixes)", "",
+                  *_summary(runs["defaults"])]  # fmt: skip
     if "all" in runs:
         lines += ["## Every rule, every fix (`--select ALL --unsafe-fixes`)", "",
                   *_summary(runs["all"])]  # fmt: skip
@@ -256,7 +256,9 @@ def render(runs: dict[str, dict[str, Result]], args: argparse.Namespace) -> str:
     for label, key in (("defaults", "defaults"), ("ALL, unsafe", "all")):
         for tree, r in runs.get(key, {}).items():
             lines.append(f"| {NAMES[tree]} | {label} | {r['before']} | {r['left']} | {_n(r, 'unmarked')} |")
-    lines += ["", "## Files with fixes", "", "Defaults:", "", *_files(runs["defaults"])]
+    lines += ["", "## Files with fixes", ""]
+    if "defaults" in runs:
+        lines += ["Defaults:", "", *_files(runs["defaults"])]
     if "all" in runs:
         lines += ["`--select ALL --unsafe-fixes`:", "", *_files(runs["all"])]
     if single:
@@ -275,6 +277,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="default: every core")
     parser.add_argument("--single-job", default="", help="trees also timed with --jobs 1")
     parser.add_argument("--no-all", action="store_true", help="skip the ALL+unsafe run")
+    parser.add_argument("--only-all", action="store_true", help="only the ALL+unsafe run")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results file to write")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="devptr-migrate-"))
     print(f"working in {work}", file=sys.stderr)
@@ -282,7 +286,7 @@ def main() -> None:
     single = {t for t in args.single_job.split(",") if t}
     for name in [t for t in args.trees.split(",") if t]:
         source = tree_root(name)
-        todo = [("defaults", parse_rules(), False, args.jobs)]
+        todo = [] if args.only_all else [("defaults", parse_rules(), False, args.jobs)]
         if not args.no_all:
             todo.append(("all", parse_rules("ALL"), True, args.jobs))
         if name in single:
@@ -293,10 +297,11 @@ def main() -> None:
             print(f"{name} {key}: {result['seconds']:.1f} s, diff {result['diff']}", file=sys.stderr)
             shutil.rmtree(work / key / name)
     review = ""
-    if RESULTS.is_file() and REVIEW_MARK in RESULTS.read_text(encoding="utf-8"):
-        review = RESULTS.read_text(encoding="utf-8").split(REVIEW_MARK, 1)[1]
-    RESULTS.write_text(render(runs, args) + "\n" + REVIEW_MARK + review, encoding="utf-8")
-    print(f"wrote {RESULTS}; diffs in {work}", file=sys.stderr)
+    out: Path = args.out
+    if out.is_file() and REVIEW_MARK in out.read_text(encoding="utf-8"):
+        review = out.read_text(encoding="utf-8").split(REVIEW_MARK, 1)[1]
+    out.write_text(render(runs, args) + "\n" + REVIEW_MARK + review, encoding="utf-8")
+    print(f"wrote {out}; diffs in {work}", file=sys.stderr)
 
 
 if __name__ == "__main__":
