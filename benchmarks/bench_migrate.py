@@ -36,7 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks._harness import machine_line
-from devptr.lint.engine import analyze_source
+from devptr.lint.checker import FileResult, check_paths
 from devptr.lint.rules import Rule
 from devptr.migrate import Outcome, collect_files, iter_outcomes
 from devptr.migrate._runner import parse_rules
@@ -85,15 +85,9 @@ def _todo_marked(lines: list[str], spans: list[tuple[int, int]], line: int, rule
     return False
 
 
-def _findings(files: list[Path], rules: frozenset[Rule]) -> int:
-    """How many findings the engine reports over ``files`` (per module, as migrate sees them)."""
-    total = 0
-    for path in files:
-        try:
-            total += len(analyze_source(path.read_text(encoding="utf-8"), str(path), rules=rules))
-        except (SyntaxError, UnicodeDecodeError):
-            continue
-    return total
+def _findings(files: list[Path], rules: frozenset[Rule], jobs: int | None) -> list[FileResult]:
+    """The engine's findings over ``files``, as ``devptr check`` reports them."""
+    return check_paths(files, rules, jobs=jobs or os.cpu_count() or 1)
 
 
 def _migrate(root: Path, files: list[Path], jobs: int | None, rules: frozenset[Rule],
@@ -113,7 +107,7 @@ def measure(name: str, source: Path, work: Path, label: str, rules: frozenset[Ru
     copy = work / label / name
     shutil.copytree(source, copy)
     files = collect_files([copy])
-    before = _findings(files, rules)
+    before = sum(len(r.findings) for r in _findings(files, rules, jobs))
     pairs, seconds = _migrate(copy, files, jobs, rules, unsafe)
     changed = [(p, o) for p, o in pairs if o.changed]
     fixes: Counter[Rule] = Counter()
@@ -140,14 +134,11 @@ def measure(name: str, source: Path, work: Path, label: str, rules: frozenset[Ru
     second_reported = sum(len(o.warnings) for _, o in second)
     unmarked = []
     left = 0
-    for path in files:
-        text = path.read_text(encoding="utf-8")
-        try:
-            found = analyze_source(text, str(path), rules=rules)
-        except SyntaxError:
-            continue
+    for path, result in zip(files, _findings(files, rules, jobs), strict=True):
+        found = result.findings
         if not found:
             continue
+        text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
         spans = [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(ast.parse(text))
                  if isinstance(n, ast.stmt)]  # fmt: skip

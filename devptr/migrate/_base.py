@@ -102,11 +102,21 @@ class Sites:
     """
 
     def __init__(self, findings: Sequence[Finding]) -> None:
+        self._all = list(findings)
+        self._fixed: set[int] = set()
         self._by_rule: dict[Rule, list[Finding]] = {}
         for finding in findings:
             if finding.fix is not None:
                 self._by_rule.setdefault(finding.rule, []).append(finding)
         self.to_original: Callable[[int], int] = lambda line: line
+
+    def consumed(self, finding: Finding) -> None:
+        """Record that an applied fix removed ``finding``."""
+        self._fixed.add(id(finding))
+
+    def unfixed(self) -> list[Finding]:
+        """The findings no applied fix consumed."""
+        return [f for f in self._all if id(f) not in self._fixed]
 
     def rules(self) -> frozenset[Rule]:
         """The rules with at least one fixable finding."""
@@ -221,6 +231,7 @@ class RuleCodemod(CodemodCommand, cst.CSTTransformer):
         options = options_of(self.context)
         if rule not in options.rules:
             return False
+        found = None
         sites = self.context.scratch.get(SITES_KEY)
         if isinstance(sites, Sites):
             pos = self._position(original)
@@ -238,6 +249,8 @@ class RuleCodemod(CodemodCommand, cst.CSTTransformer):
             self.flag(original, f"unsafe fix not applied ({unsafe}); review, then "
                       "devptr migrate --unsafe-fixes", rule=rule)  # fmt: skip
             return False
+        if isinstance(sites, Sites) and found is not None:
+            sites.consumed(found)
         stats = stats_of(self.context)
         stats.rewrites[rule] += 1
         if unsafe is not None:

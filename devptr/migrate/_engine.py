@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -21,7 +21,7 @@ import attrs
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from devptr.lint.engine import analyze_source
+from devptr.lint.engine import Finding, analyze_source
 from devptr.lint.rules import Rule
 from devptr.migrate import _triggers
 from devptr.migrate._base import (
@@ -133,6 +133,7 @@ def migrate_source(
     unsafe_fixes: bool = False,
     line_length: int = DEFAULT_LINE_LENGTH,
     engine: bool = True,
+    findings: Sequence[Finding] | None = None,
 ) -> Outcome:
     """Migrate one module's source text with the selected rules (default: the defect rules).
 
@@ -146,6 +147,9 @@ def migrate_source(
     ``devptr check`` finds nothing (for the selected rules) is left as it is, and a fix is
     safe only where the engine reports it fixable and safe (see ``_base.Sites``). Without
     it the codemods' own recognition decides alone (used to test how rewrites are spelled).
+    ``findings``: the engine's findings for ``code`` when already known (a whole-tree run
+    passes those of ``devptr check``'s tree analysis, which also follows helpers of other
+    modules); None: this module is analysed on its own.
 
     Raises
     ------
@@ -154,14 +158,16 @@ def migrate_source(
     """
     selected = default_rules() if rules is None else frozenset(rules)
     options = Options(rules=selected, unsafe_fixes=unsafe_fixes, line_length=line_length)
-    found = []
-    if engine:
+    found: list[Finding] = []
+    if engine and findings is not None:
+        found = [f for f in findings if f.rule in selected]
+    elif engine:
         try:
             found = analyze_source(code, filename, rules=selected)
         except (SyntaxError, RecursionError):
             cst.parse_module(code)  # raises libcst's error for a file that does not parse
-        if not found:
-            return Outcome(filename, code, code, {}, {}, ())
+    if engine and not found:
+        return Outcome(filename, code, code, {}, {}, ())
     sites = Sites(found) if engine else None
     active = rules_for(code, selected)
     stats = MigrateStats()
@@ -184,10 +190,10 @@ def migrate_source(
             module = ensure_devptr_import(module)
     if mark_findings and (found or not engine):
         current = code if module is None else module.code
-        findings = checker_findings(current, filename, selected)
-        if findings:
+        left = checker_findings(current, filename, selected, _unfixed(sites, code, current))
+        if left:
             module = module if module is not None else cst.parse_module(code)
-            module, marked = _mark(module, findings, stats)
+            module, marked = _mark(module, left, stats)
             notes.extend(_on_original(marked, code, current))
     new = code
     if module is not None:
@@ -206,6 +212,20 @@ def migrate_source(
         warnings=tuple(warnings),
         unsafe=dict(stats.unsafe),
     )
+
+
+def _unfixed(sites: Sites | None, code: str, current: str) -> list[Finding]:
+    """The engine's findings on ``code`` that no applied fix consumed, moved to ``current``."""
+    if sites is None:
+        return []
+    left = sites.unfixed()
+    if not left or current == code:
+        return left
+    lines = LineMap(current, code)  # lines of ``code`` -> lines of ``current``
+    return [
+        attrs.evolve(f, line=lines.to_old(f.line), end_line=lines.to_old(max(f.end_line, f.line)))
+        for f in left
+    ]
 
 
 def _stage_lines(code: str, stage: cst.Module) -> Callable[[int], int]:
@@ -242,6 +262,7 @@ def migrate_file(
     *,
     unsafe_fixes: bool = False,
     line_length: int | None = None,
+    findings: Sequence[Finding] | None = None,
 ) -> Outcome:
     """Migrate one file's text (without writing it). Errors are returned, not raised.
 
@@ -255,7 +276,12 @@ def migrate_file(
     try:
         length = line_length_for(path) if line_length is None else line_length
         outcome = migrate_source(
-            code, rules=rules, filename=display, unsafe_fixes=unsafe_fixes, line_length=length
+            code,
+            rules=rules,
+            filename=display,
+            unsafe_fixes=unsafe_fixes,
+            line_length=length,
+            findings=findings,
         )
     except cst.ParserSyntaxError as exc:
         why = f"parse failed: line {exc.raw_line}: {exc.message.splitlines()[0]}"

@@ -23,6 +23,7 @@ from typing import cast
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from devptr.lint.engine import Finding as EngineFinding
 from devptr.lint.engine import analyze_source
 from devptr.lint.rules import Rule
 from devptr.migrate._base import (
@@ -38,14 +39,22 @@ Finding = tuple[int, int, Rule, str]
 """(line, column, rule, message) of a ``devptr check`` finding, 1-based."""
 
 
-def checker_findings(code: str, filename: str, rules: Iterable[Rule]) -> list[Finding]:
-    """``devptr check`` findings in ``code`` not yet marked; [] without the checker."""
+def checker_findings(
+    code: str, filename: str, rules: Iterable[Rule], known: Sequence[EngineFinding] = ()
+) -> list[Finding]:
+    """Engine findings in ``code`` (analysed here, plus ``known`` ones) not yet marked.
+
+    ``known``: findings of a whole-tree analysis (which follows helpers across modules)
+    that no fix consumed, at lines of ``code``.
+    """
     try:
-        found = analyze_source(code, filename, rules=frozenset(rules))
+        found = list(analyze_source(code, filename, rules=frozenset(rules)))
     except (SyntaxError, RecursionError):
-        return []
-    found_all = [(f.line, f.col, f.rule, " ".join(f.message.split())) for f in found]
-    return _unmarked(code, found_all)
+        found = []
+    found += [f for f in known if f.rule in frozenset(rules)]
+    unique = {(f.line, f.col, f.rule): f for f in found}
+    found_all = [(f.line, f.col, f.rule, " ".join(f.message.split())) for f in unique.values()]
+    return _unmarked(code, sorted(found_all, key=lambda x: (x[0], x[1], x[2].value)))
 
 
 def _unmarked(code: str, findings: list[Finding]) -> list[Finding]:

@@ -11,6 +11,8 @@ from pathlib import Path
 import attrs
 
 from devptr.lint._selection import parse_selection, resolve
+from devptr.lint.checker import check_paths
+from devptr.lint.engine import Finding
 from devptr.lint.rules import Rule
 from devptr.migrate._engine import Outcome, migrate_file
 
@@ -43,9 +45,12 @@ def display_name(path: Path) -> str:
         return str(path)
 
 
-def _work(job: tuple[str, frozenset[Rule], bool]) -> Outcome:
+_Job = tuple[str, frozenset[Rule], bool, "tuple[Finding, ...] | None"]
+
+
+def _work(job: _Job) -> Outcome:
     path = Path(job[0])
-    return migrate_file(path, job[1], display_name(path), unsafe_fixes=job[2])
+    return migrate_file(path, job[1], display_name(path), unsafe_fixes=job[2], findings=job[3])
 
 
 def default_jobs() -> int:
@@ -62,15 +67,36 @@ def iter_outcomes(
 ) -> Iterator[Outcome]:
     """Migrate every file (in memory) and yield outcomes in file order.
 
-    ``jobs`` worker processes (default: every core); files are read in the workers.
+    First the engine analyses the whole tree, as ``devptr check`` does (helpers of other
+    modules included); then the files with findings (or that failed to analyse) are
+    migrated, in ``jobs`` worker processes (default: every core). The others are left
+    as they are without being parsed again.
     """
     jobs = default_jobs() if jobs is None else jobs
-    work = [(str(f), rules, unsafe_fixes) for f in files]
+    results = check_paths(files, rules, jobs=jobs)
+    work: list[_Job] = []
+    for f, result in zip(files, results, strict=True):
+        if result.error is not None:
+            work.append((str(f), rules, unsafe_fixes, None))
+        elif result.findings:
+            work.append((str(f), rules, unsafe_fixes, tuple(result.findings)))
+    done: Iterator[Outcome]
     if jobs <= 1 or len(work) < 2:
-        yield from map(_work, work)
-        return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_work, work, chunksize=max(1, min(16, len(work) // (jobs * 4))))
+        done = map(_work, work)
+        pool = None
+    else:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        done = pool.map(_work, work, chunksize=max(1, min(4, len(work) // (jobs * 4))))
+    try:
+        pending = {w[0] for w in work}
+        for f in files:
+            if str(f) in pending:
+                yield next(done)
+            else:
+                yield Outcome(display_name(f), "", "", {}, {}, ())
+    finally:
+        if pool is not None:
+            pool.shutdown()
 
 
 @attrs.define
