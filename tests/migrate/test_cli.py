@@ -230,3 +230,28 @@ def test_diff_goes_to_the_redirected_stdout_under_a_terminal(tree: Path, tmp_pat
     text = patch.read_text()
     assert text.count("\n+++ ") == 2 and "devptr.store(table, i" in text
     assert b"devptr migrate" in seen and b"+++ " not in seen
+
+
+def test_finding_through_a_helper_of_another_module_is_marked(tmp_path: Path) -> None:
+    """The tree is analysed as `devptr check` does: helpers across modules are followed."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tables.py").write_text(
+        "import torch\n\n\ndef make_table(rows):\n    return torch.tensor(rows, dtype=torch.int64)\n"
+    )
+    user = (
+        "from pkg.tables import make_table\n\n\n"
+        "def build(ts):\n    return make_table([t.data_ptr() for t in ts])\n"
+    )
+    (pkg / "user.py").write_text(user)
+    code, _, err = _invoke(str(pkg))
+    assert code == 0, err
+    text = (pkg / "user.py").read_text()
+    lines = text.splitlines()
+    todo = next(i for i, ln in enumerate(lines) if ln.strip().startswith("# TODO[devptr]: DP002"))
+    after = next(i for i in range(todo + 1, len(lines)) if not lines[i].strip().startswith("#"))
+    assert lines[after] == "    return make_table([t.data_ptr() for t in ts])"
+    assert "pkg/user.py:5:" in err
+    code, _, err = _invoke(str(pkg), "--check")
+    assert code == 0 and "warning:" not in err
