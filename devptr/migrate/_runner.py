@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 
 from devptr.lint._selection import parse_selection, resolve
-from devptr.lint.checker import check_paths
+from devptr.lint.checker import FileResult, check_paths
 from devptr.lint.engine import Finding
 from devptr.lint.rules import Rule
 from devptr.migrate._engine import Outcome, migrate_file
@@ -64,16 +64,18 @@ def iter_outcomes(
     jobs: int | None = None,
     *,
     unsafe_fixes: bool = False,
+    analysis: Sequence[FileResult] | None = None,
 ) -> Iterator[Outcome]:
     """Migrate every file (in memory) and yield outcomes in file order.
 
     First the engine analyses the whole tree, as ``devptr check`` does (helpers of other
     modules included); then the files with findings (or that failed to analyse) are
     migrated, in ``jobs`` worker processes (default: every core). The others are left
-    as they are without being parsed again.
+    as they are without being parsed again. ``analysis``: that tree analysis, when the
+    caller has it already (one :class:`FileResult` per file, in order).
     """
     jobs = default_jobs() if jobs is None else jobs
-    results = check_paths(files, rules, jobs=jobs)
+    results = check_paths(files, rules, jobs=jobs) if analysis is None else analysis
     work: list[_Job] = []
     for f, result in zip(files, results, strict=True):
         if result.error is not None:
