@@ -159,12 +159,12 @@ def wrap_todos(old: str, new: str, limit: int) -> str:
         width = max(20, limit - len(indent) - len(TODO_CONTINUATION))
         text = stripped[2:]  # without "# "
         first, *rest = textwrap.wrap(
-            text, width=width, break_long_words=False, break_on_hyphens=False
+            text, width=width, break_long_words=True, break_on_hyphens=False
         )
         out.append(f"{indent}# {first}{end}")
         if rest:
             again = textwrap.wrap(
-                " ".join(rest), width=width, break_long_words=False, break_on_hyphens=False
+                " ".join(rest), width=width, break_long_words=True, break_on_hyphens=False
             )
             out.extend(f"{indent}{TODO_CONTINUATION}{part}{end}" for part in again)
     return "".join(out)
