@@ -1,8 +1,12 @@
 """``devptr migrate``: libcst codemods that move existing code onto the devptr convention.
 
-One codemod per rule of :mod:`devptr.lint.rules` (DP001-DP005). The codemods need libcst
-(the ``migrate`` extra); this package imports it only when one of its names is first used, so
-the ``devptr`` command line works without it.
+The fixes follow the findings of the address-provenance engine behind ``devptr check``
+(:mod:`devptr.lint.engine`): safe fixes of the selected rules are applied, unsafe ones
+only on request, and every finding left gets a ``# TODO[devptr]: DPxxx <why>`` comment
+(see ``docs/migrate.md``). One codemod per mechanical fix (stores, tables, arithmetic,
+two's complement, dtype branches). The codemods need libcst (the ``migrate`` extra); this
+package imports it only when one of its names is first used, so the ``devptr`` command
+line works without it.
 
 >>> from devptr.migrate import migrate_source
 >>> print(migrate_source("import torch\\nt = torch.tensor([x.data_ptr()])\\n").new, end="")
@@ -20,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from devptr.migrate._base import TODO_PREFIX, RuleCodemod
     from devptr.migrate._engine import CODEMODS, Outcome, migrate_file, migrate_source
-    from devptr.migrate._runner import Summary, collect_files, iter_outcomes, parse_select
+    from devptr.migrate._runner import (
+        Summary,
+        collect_files,
+        iter_outcomes,
+        parse_rules,
+        parse_select,
+    )
     from devptr.migrate.dp001_store import StoreCodemod
     from devptr.migrate.dp002_table import TableCodemod
     from devptr.migrate.dp003_arith import ArithmeticCodemod
@@ -37,6 +47,7 @@ _HOMES = {
     "Summary": "_runner",
     "collect_files": "_runner",
     "iter_outcomes": "_runner",
+    "parse_rules": "_runner",
     "parse_select": "_runner",
     "StoreCodemod": "dp001_store",
     "TableCodemod": "dp002_table",
@@ -69,5 +80,6 @@ __all__ = [
     "iter_outcomes",
     "migrate_file",
     "migrate_source",
+    "parse_rules",
     "parse_select",
 ]

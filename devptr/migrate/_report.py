@@ -1,7 +1,9 @@
 """The terminal side of ``devptr migrate``: progress bar, warnings, diffs, summary table.
 
-Diffs go to stdout (so ``devptr migrate --diff src > change.patch`` works); the progress
-bar, warnings and the summary table go to stderr.
+Diffs go to stdout (so ``devptr migrate --diff src > change.patch`` works, with or without a
+terminal); the progress bar, warnings and the summary table go to stderr. The progress
+bar never redirects stdout, and is not shown when stdout and stderr are one terminal and a
+diff is printed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from devptr.lint.rules import RULES, Rule
-from devptr.migrate._runner import Summary, collect_files, iter_outcomes, parse_select
+from devptr.migrate._runner import Summary, collect_files, iter_outcomes, parse_rules
 
 
 def _line(console: Console, text: str) -> None:
@@ -28,11 +30,16 @@ def summary_table(summary: Summary, *, wrote: bool) -> Table:
     table = Table(title="devptr migrate", show_footer=True)
     table.add_column("rule", footer="total")
     table.add_column("name")
-    table.add_column("rewritten", justify="right", footer=str(sum(summary.rewrites.values())))
-    table.add_column("TODOs", justify="right", footer=str(sum(summary.todos.values())))
+    table.add_column("fixed", justify="right", footer=str(sum(summary.rewrites.values())))
+    table.add_column("of which unsafe", justify="right", footer=str(sum(summary.unsafe.values())))
+    table.add_column("TODOs added", justify="right", footer=str(sum(summary.todos.values())))
     for rule in Rule:
         table.add_row(
-            rule.value, RULES[rule].name, str(summary.rewrites[rule]), str(summary.todos[rule])
+            rule.value,
+            RULES[rule].name,
+            str(summary.rewrites[rule]),
+            str(summary.unsafe[rule]),
+            str(summary.todos[rule]),
         )
     verb = "changed" if wrote else "would change"
     table.caption = (
@@ -47,14 +54,16 @@ def run(
     *,
     diff: bool = False,
     check: bool = False,
-    select: str | None = None,
-    jobs: int = 1,
+    select: Sequence[str] | str | None = None,
+    ignore: Sequence[str] | str | None = None,
+    unsafe_fixes: bool = False,
+    jobs: int | None = None,
     err: Console | None = None,
 ) -> int:
     """Migrate ``paths`` and report; returns the exit status (see ``command.py``)."""
     err = err or Console(stderr=True)
     try:
-        rules = parse_select(select)
+        rules = parse_rules(select, ignore)
     except ValueError as exc:
         _line(err, f"error: {exc}")
         return 2
@@ -68,10 +77,14 @@ def run(
         TimeElapsedColumn(),
         console=err,
         transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+        disable=diff and sys.stdout.isatty() and err.is_terminal,
     )
+    outcomes = iter_outcomes(files, rules, jobs, unsafe_fixes=unsafe_fixes)
     with progress:
         task = progress.add_task("files", total=len(files))
-        for path, outcome in zip(files, iter_outcomes(files, rules, jobs), strict=True):
+        for path, outcome in zip(files, outcomes, strict=True):
             summary.add(outcome)
             progress.advance(task)
             for line in outcome.warnings:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import attrs
 
-from devptr._errors import InvalidValueError
+from devptr.lint._selection import parse_selection, resolve
+from devptr.lint.checker import FileResult, check_paths
+from devptr.lint.engine import Finding
 from devptr.lint.rules import Rule
 from devptr.migrate._engine import Outcome, migrate_file
 
@@ -43,19 +45,60 @@ def display_name(path: Path) -> str:
         return str(path)
 
 
-def _work(job: tuple[str, frozenset[Rule]]) -> Outcome:
+_Job = tuple[str, frozenset[Rule], bool, "tuple[Finding, ...] | None"]
+
+
+def _work(job: _Job) -> Outcome:
     path = Path(job[0])
-    return migrate_file(path, job[1], display_name(path))
+    return migrate_file(path, job[1], display_name(path), unsafe_fixes=job[2], findings=job[3])
 
 
-def iter_outcomes(files: list[Path], rules: frozenset[Rule], jobs: int = 1) -> Iterator[Outcome]:
-    """Migrate every file (in memory) and yield outcomes in file order."""
-    work = [(str(f), rules) for f in files]
+def default_jobs() -> int:
+    """Worker processes when none are asked for: every core."""
+    return os.cpu_count() or 1
+
+
+def iter_outcomes(
+    files: list[Path],
+    rules: frozenset[Rule],
+    jobs: int | None = None,
+    *,
+    unsafe_fixes: bool = False,
+    analysis: Sequence[FileResult] | None = None,
+) -> Iterator[Outcome]:
+    """Migrate every file (in memory) and yield outcomes in file order.
+
+    First the engine analyses the whole tree, as ``devptr check`` does (helpers of other
+    modules included); then the files with findings (or that failed to analyse) are
+    migrated, in ``jobs`` worker processes (default: every core). The others are left
+    as they are without being parsed again. ``analysis``: that tree analysis, when the
+    caller has it already (one :class:`FileResult` per file, in order).
+    """
+    jobs = default_jobs() if jobs is None else jobs
+    results = check_paths(files, rules, jobs=jobs) if analysis is None else analysis
+    work: list[_Job] = []
+    for f, result in zip(files, results, strict=True):
+        if result.error is not None:
+            work.append((str(f), rules, unsafe_fixes, None))
+        elif result.findings:
+            work.append((str(f), rules, unsafe_fixes, tuple(result.findings)))
+    done: Iterator[Outcome]
     if jobs <= 1 or len(work) < 2:
-        yield from map(_work, work)
-        return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(_work, work, chunksize=max(1, min(16, len(work) // (jobs * 4))))
+        done = map(_work, work)
+        pool = None
+    else:
+        pool = ProcessPoolExecutor(max_workers=jobs)
+        done = pool.map(_work, work, chunksize=max(1, min(4, len(work) // (jobs * 4))))
+    try:
+        pending = {w[0] for w in work}
+        for f in files:
+            if str(f) in pending:
+                yield next(done)
+            else:
+                yield Outcome(display_name(f), "", "", {}, {}, ())
+    finally:
+        if pool is not None:
+            pool.shutdown()
 
 
 @attrs.define
@@ -65,6 +108,7 @@ class Summary:
     scanned: int = 0
     changed: int = 0
     rewrites: Counter[Rule] = attrs.field(factory=Counter)
+    unsafe: Counter[Rule] = attrs.field(factory=Counter)
     todos: Counter[Rule] = attrs.field(factory=Counter)
     failures: list[tuple[str, str]] = attrs.field(factory=list)
     changed_paths: list[str] = attrs.field(factory=list)
@@ -79,27 +123,35 @@ class Summary:
             self.changed += 1
             self.changed_paths.append(outcome.path)
         self.rewrites.update(outcome.rewrites)
+        self.unsafe.update(outcome.unsafe)
         self.todos.update(outcome.todos)
 
 
+def parse_rules(
+    select: Sequence[str] | str | None = None, ignore: Sequence[str] | str | None = None
+) -> frozenset[Rule]:
+    """The rules a run uses: ``--select`` (default: the defect rules) minus ``--ignore``.
+
+    Both options take comma-separated items, may be repeated, and accept rule codes,
+    prefixes, categories and ``ALL``: the parser ``devptr check`` uses
+    (:mod:`devptr.lint._selection`).
+
+    Raises
+    ------
+    devptr.lint._selection.SelectionError
+        A ``ValueError`` naming the option, for an item that names no rule.
+    """
+    chosen = parse_selection([select] if isinstance(select, str) else select, "--select")
+    ignored = parse_selection([ignore] if isinstance(ignore, str) else ignore, "--ignore")
+    return resolve(chosen or None, ignored)
+
+
 def parse_select(select: str | None) -> frozenset[Rule]:
-    """``"DP001,DP004"`` -> those rules; None or empty -> every rule.
+    """``"DP001,DP004"`` -> those rules; None or empty -> the default rules.
 
     Raises
     ------
     ValueError
         For an unknown rule id.
     """
-    if not select:
-        return frozenset(Rule)
-    rules: set[Rule] = set()
-    for part in select.split(","):
-        code = part.strip().upper()
-        if not code:
-            continue
-        try:
-            rules.add(Rule(code))
-        except ValueError:
-            known = ", ".join(r.value for r in Rule)
-            raise InvalidValueError(f"unknown rule {part.strip()!r} (known: {known})") from None
-    return frozenset(rules)
+    return parse_rules(select or None)

@@ -11,26 +11,55 @@ from typing import Annotated
 
 import typer
 
+from devptr.lint.rules import Rule
+
+
+def _rule_range() -> str:
+    codes = [r.value for r in Rule]
+    return f"{codes[0]}-{codes[-1]}"
+
+
+_RULES_HELP = (
+    f"Comma-separated rule ids ({_rule_range()}) or ALL; repeatable. Default: the defect rules "
+    "(convention rules, whose fixes change no bits, run only when selected)."
+)
+
 
 def migrate_command(
     paths: Annotated[
         list[Path], typer.Argument(exists=True, help="Files or directories to migrate.")
     ],
     diff: Annotated[
-        bool, typer.Option("--diff", help="Print a unified diff; write nothing; exit 1 on changes.")
+        bool,
+        typer.Option("--diff", help="Print a unified diff to stdout; write nothing; exit 1 on changes."),
     ] = False,
     check: Annotated[
         bool, typer.Option("--check", help="Write nothing; exit 1 when a file would change.")
     ] = False,
     select: Annotated[
-        str | None, typer.Option("--select", help="Comma-separated rule ids, e.g. DP001,DP004.")
+        list[str] | None, typer.Option("--select", help=f"Rules to run. {_RULES_HELP}")
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes.")] = 1,
+    ignore: Annotated[
+        list[str] | None,
+        typer.Option("--ignore", help="Rules to leave out (comma-separated, repeatable)."),
+    ] = None,
+    unsafe_fixes: Annotated[
+        bool,
+        typer.Option(
+            "--unsafe-fixes",
+            help="Also apply fixes that may change behaviour for some input (see docs/migrate.md).",
+        ),
+    ] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option("--jobs", "-j", min=1, help="Worker processes (default: every core)."),
+    ] = None,
 ) -> None:
-    """Rewrite device-pointer code onto devptr (libcst codemods, one per rule DP001-DP005).
+    r"""Rewrite device-pointer code onto devptr (libcst codemods from the rule catalogue).
 
-    Sites that cannot be rewritten safely get a '# TODO[devptr]: DPxxx why' comment and a
-    warning line.
+    Safe fixes are applied; a site that cannot be fixed safely gets a comment
+    '# TODO\[devptr]: DPxxx <why>' above its statement (continued on '#   ' lines) and a
+    warning line 'path:line:col: DPxxx <why>' on stderr.
     """
     try:
         from devptr.migrate._report import run
@@ -38,4 +67,13 @@ def migrate_command(
         typer.echo(f"devptr migrate needs libcst: pip install 'devptr[migrate]' ({exc})", err=True)
         raise typer.Exit(2) from exc
 
-    raise typer.Exit(run(paths, diff=diff, check=check, select=select, jobs=jobs))
+    status = run(
+        paths,
+        diff=diff,
+        check=check,
+        select=select,
+        ignore=ignore,
+        unsafe_fixes=unsafe_fixes,
+        jobs=jobs,
+    )
+    raise typer.Exit(status)

@@ -7,6 +7,13 @@ same bits into int64 containers and also works for addresses >= 2**63 and uint64
 on every torch version. Only containers known to be tensors or numpy arrays are rewritten;
 an unknown container, a multi-dimensional index or address arithmetic stored into a slice
 gets a TODO.
+
+Safety: ``store`` never broadcasts and takes only int64/uint64 containers. The fix is safe
+when the container is proven a 1-D int64/uint64 tensor or array (bound in the module to
+``torch.zeros(n, dtype=torch.int64)``-style factories) and, for a slice, the value is a
+list of two or more addresses (a one-element list used to broadcast over the slice; a
+comprehension may have one element). Otherwise it is unsafe. A store into a proven uint64
+numpy array changes no bits (numpy accepts every address there): a DP006 convention fix.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ class StoreCodemod(RuleCodemod):
                           "use devptr.store on a 1-D view or a PtrBuffer")  # fmt: skip
             return updated_node
         index = target.slice[0].slice
+        is_slice = True
         if isinstance(index, cst.Index) and dotted(index.value) in self._slice_names:
             # C[sl] = ... with sl = slice(...): a slice store written with a name
             ptrs = self._slice_values(value)
@@ -58,6 +66,7 @@ class StoreCodemod(RuleCodemod):
                 return updated_node  # a record, not an integer element
             ptrs = to_device_ptr(value, self._helpers)
             index_expr = index.value
+            is_slice = False
         elif isinstance(index, cst.Slice):
             ptrs = self._slice_values(value)
             index_expr = _slice_call(index)
@@ -81,7 +90,18 @@ class StoreCodemod(RuleCodemod):
                 "uint64 tensor/array, use devptr.store(container, index, DevicePtr.of(t))",
             )
             return updated_node
-        self.rewrote()
+        spec = self._bindings.table(target.value)
+        unsafe = None
+        if spec is None:
+            unsafe = ("container not proven a 1-D int64/uint64 tensor or array; store() takes "
+                      "only those and does not broadcast")  # fmt: skip
+        elif is_slice and not _several(ptrs):
+            unsafe = ("a one-element value used to broadcast over the slice; store() needs "
+                      "exactly one address per element")  # fmt: skip
+        convention = spec == "numpy.uint64"
+        rule = Rule.DP006 if convention else Rule.DP001
+        if not self.fix(original_node, unsafe=unsafe, rule=rule):
+            return updated_node
         return cst.Expr(devptr_call(("store",), [target.value, index_expr, ptrs]))
 
     def _slice_values(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -104,6 +124,15 @@ class StoreCodemod(RuleCodemod):
                 return None
             return cst.ListComp(elt=elt, for_in=value.for_in)
         return None
+
+
+def _several(ptrs: cst.BaseExpression) -> bool:
+    """A list display of two or more elements (no starred element)."""
+    return (
+        isinstance(ptrs, cst.List)
+        and len(ptrs.elements) >= 2
+        and all(isinstance(e, cst.Element) for e in ptrs.elements)
+    )
 
 
 def _slice_names(tree: cst.Module) -> frozenset[str]:

@@ -5,6 +5,12 @@
 dtype and bits it had (int64 -> ``Encoding.I64``, uint64 -> ``Encoding.U64``, no dtype ->
 int64 as torch inferred), and addresses >= 2**63 no longer raise. Tables mixing addresses
 with other integers, 2-D tables, numpy tables and unknown dtypes get a TODO.
+
+Safety: ``[x.data_ptr() for x in E]`` collapses to ``E`` only when ``E`` is a list, tuple,
+dict view or a name bound only to such; otherwise it becomes ``list(E)``, which iterates
+``E`` exactly as the comprehension did (``E`` may be one stacked tensor whose rows are
+the tensors). A ``dtype=torch.uint64`` table already keeps every address: its rewrite
+changes no bits, so it is a DP006 convention fix, applied only when DP006 is selected.
 """
 
 from __future__ import annotations
@@ -87,7 +93,10 @@ class TableCodemod(RuleCodemod):
         ]
         if device is not None:
             kwargs.append(("device", device))
-        self.rewrote()
+        convention = encoding == "U64"
+        rule = Rule.DP006 if convention else Rule.DP002
+        if not self.fix(original_node, rule=rule, keeps_iteration=self._keeps_iteration):
+            return updated_node
         return devptr_call(("ptr_tensor",), [items], kwargs).with_changes(
             lpar=updated_node.lpar, rpar=updated_node.rpar
         )
@@ -98,9 +107,17 @@ class TableCodemod(RuleCodemod):
             return True
         return contains_data_ptr(data)
 
+    def _iterated(self, source: cst.BaseExpression) -> cst.BaseExpression:
+        """What ``ptr_tensor`` gets for ``[x.data_ptr() for x in source]``."""
+        source = strip_parens(source)
+        if _is_sequence(source, self._bindings):
+            return source
+        return cst.Call(func=cst.Name("list"), args=[cst.Arg(source)])
+
     def _items(self, data: cst.BaseExpression) -> cst.BaseExpression | None:
         """The argument for ptr_tensor: tensors when possible, else DevicePtrs; None if mixed."""
         data = strip_parens(data)
+        self._keeps_iteration = False
         if isinstance(data, (cst.List, cst.Tuple)):
             values: list[cst.BaseExpression] = []
             for element in data.elements:
@@ -125,12 +142,27 @@ class TableCodemod(RuleCodemod):
                     and isinstance(comp.target, cst.Name)
                     and owner.deep_equals(comp.target)
                 )
-                if simple and self._bindings.kind(comp.iter) is not Kind.ARRAY:
-                    return strip_parens(comp.iter)
+                if simple:
+                    self._keeps_iteration = True
+                    return self._iterated(comp.iter)
+                self._keeps_iteration = True  # the comprehension stays: same iteration
                 return cst.ListComp(elt=owner, for_in=comp)
             ptr = to_device_ptr(data.elt, self._helpers)
             return None if ptr is None else cst.ListComp(elt=ptr, for_in=comp)
         return None
+
+
+def _is_sequence(node: cst.BaseExpression, bindings: Bindings) -> bool:
+    """Whether ``node`` is surely a list, tuple, dict or dict view (never a tensor)."""
+    node = strip_parens(node)
+    if isinstance(node, (cst.List, cst.Tuple, cst.ListComp)):
+        return True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value in {"values", "keys"} and not node.args:
+            return True
+    return call_name(node) in {"list", "tuple"} or (
+        isinstance(node, (cst.Name, cst.Attribute)) and bindings.kind(node) is Kind.OTHER
+    )
 
 
 def _encoding_of(dtype: cst.BaseExpression) -> str | None:

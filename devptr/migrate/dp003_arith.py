@@ -11,6 +11,11 @@ all become ``devptr.addresses(devptr.DevicePtr.of(t), idx, s)`` (for a named bas
 binding becomes ``base = devptr.DevicePtr.of(t)``, but only when every use of ``base`` in the
 function is such an expression). The result is the same uint64 array; the int64 spelling
 stops raising for addresses >= 2**63, and results past 2**64 raise instead of wrapping.
+
+Safety: every DP003 fix is unsafe. ``devptr.addresses`` needs a non-negative integer index
+(``idx.astype(np.uint64)`` accepted floats and wrapped negative values), raises where the
+numpy sum wrapped past 2**64, and returns uint64 where the int spelling returned int64.
+They apply only with ``--unsafe-fixes``; otherwise the site gets a TODO.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import libcst as cst
 
 from devptr.lint.rules import Rule
 from devptr.migrate import _triggers
-from devptr.migrate._base import RuleCodemod
+from devptr.migrate._base import RuleCodemod, options_of, stats_of
 from devptr.migrate._bindings import Bindings, Kind
 from devptr.migrate._names import (
     NUMPY_MODULES,
@@ -31,6 +36,10 @@ from devptr.migrate._names import (
     strip_parens,
 )
 
+_UNSAFE = (
+    "devptr.addresses needs a non-negative integer index, raises where numpy wrapped past "
+    "2**64 and returns uint64"
+)
 _NP_U64 = frozenset(f"{m}.uint64" for m in NUMPY_MODULES)
 _NP_INTS = frozenset(f"{m}.{t}" for m in NUMPY_MODULES for t in ("uint64", "int64"))
 
@@ -197,11 +206,14 @@ class ArithmeticCodemod(RuleCodemod):
         if st is None or st.pattern_bases == 0 or _address_binding(updated_node.value) is None:
             return updated_node
         owner = self._eligible(name)
+        options = options_of(self.context)
+        if owner is not None and not (options.unsafe_fixes and Rule.DP003 in options.rules):
+            return updated_node  # the uses get TODOs; the binding stays as it is
         if owner is None:
             self.flag(original_node, f"{name} holds an address used in array arithmetic and "
                       "elsewhere; compute the addresses with devptr.addresses(DevicePtr, ...)")  # fmt: skip
             return updated_node
-        self.add_needed_import("devptr")
+        stats_of(self.context).needs_import = True
         self._drop_numpy_if_unused()
         return updated_node.with_changes(value=devptr_call(("DevicePtr", "of"), [owner]))
 
@@ -223,7 +235,8 @@ class ArithmeticCodemod(RuleCodemod):
             base_expr = base
         else:
             return updated_node
-        self.rewrote()
+        if not self.fix(original_node, unsafe=_UNSAFE):
+            return updated_node
         self._drop_numpy_if_unused()
         return devptr_call(("addresses",), [base_expr, strided.index, strided.stride]).with_changes(
             lpar=updated_node.lpar, rpar=updated_node.rpar

@@ -7,6 +7,12 @@ address, and a clear error for values outside ``[0, 2**64)``, which the spelling
 through silently. Helper definitions left without references are removed when private
 (leading underscore) or nested in a function; a public helper is kept, with a TODO, because
 other modules may import it.
+
+Safety and category: a correct two's complement changes no bits, so every DP004 fix is a
+convention fix, applied only when DP004 is selected. It is safe when the operand is a
+``data_ptr()`` call (an address in ``[0, 2**64)``); on any other value (a hash, a key, a
+watermark) ``DevicePtr`` rejects what the spelling passed through (negative or >= 2**64
+ints, numpy scalars), so the fix is unsafe.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from devptr.migrate._addr import (
     twos_complement_operand,
 )
 from devptr.migrate._base import RuleCodemod
+from devptr.migrate._names import data_ptr_owner, strip_parens
 
 
 class TwosComplementCodemod(RuleCodemod):
@@ -74,18 +81,16 @@ class TwosComplementCodemod(RuleCodemod):
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         operand = helper_operand(updated_node, self._helpers)
-        if operand is None:
+        if operand is None or not self._fix(original_node, operand):
             return updated_node
-        self.rewrote()
         return self._signed(operand, updated_node)
 
     def leave_IfExp(self, original_node: cst.IfExp, updated_node: cst.IfExp) -> cst.BaseExpression:
         if self._in_helper:
             return updated_node  # the helper's own body goes with the helper
         operand = twos_complement_operand(updated_node)
-        if operand is None:
+        if operand is None or not self._fix(original_node, operand):
             return updated_node
-        self.rewrote()
         return self._signed(operand, updated_node)
 
     def leave_Attribute(
@@ -94,11 +99,17 @@ class TwosComplementCodemod(RuleCodemod):
         if self._in_helper:
             return updated_node
         operand = twos_complement_operand(updated_node)  # ctypes.c_int64(v).value
-        if operand is None:
+        if operand is None or not self._fix(original_node, operand):
             return updated_node
-        self.rewrote()
         self.remove_unused_import("ctypes")
         return self._signed(operand, updated_node)
+
+    def _fix(self, original: cst.CSTNode, operand: cst.BaseExpression) -> bool:
+        unsafe = None
+        if data_ptr_owner(strip_parens(operand)) is None:
+            unsafe = ("the operand is not proven a device address; DevicePtr rejects "
+                      "negative or >= 2**64 values such as hashes")  # fmt: skip
+        return self.fix(original, unsafe=unsafe)
 
     @staticmethod
     def _signed(operand: cst.BaseExpression, old: cst.BaseExpression) -> cst.BaseExpression:

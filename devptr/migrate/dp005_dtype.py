@@ -7,6 +7,11 @@ torch.int64`` becomes one assignment. ``encoding_for`` maps ``xpu`` to uint64 an
 known backend to int64, which is what the branch said, and it honours ``DEVPTR_ENCODING``.
 Recognised tests: ``<obj>.is_xpu()`` (device ``<obj>.device_type``) and ``<dev>.type ==
 "xpu"`` (device ``<dev>.type``), either branch order. Other xpu tests get a TODO.
+
+Safety and category: the branch is correct where written, so the fix is a convention fix
+(applied only when DP005 is selected), and it is unsafe: ``encoding_for`` raises for a
+device type it does not know (``""``, ``tpu``, ``npu``, ``musa`` unless registered) where
+the branch gave int64, and it follows ``DEVPTR_ENCODING``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from devptr.migrate._names import (
     strip_parens,
 )
 
+_UNSAFE = (
+    "devptr.encoding_for raises for device types it does not know (e.g. '', tpu, npu, musa) "
+    "where the branch gave int64"
+)
 _WHY = (
     "per-platform pointer dtype branch that devptr cannot map to encoding_for; use "
     "devptr.encoding_for(<device>).torch_dtype or an explicit devptr.Encoding"
@@ -48,7 +57,8 @@ class PlatformDtypeCodemod(RuleCodemod):
             if mentions(updated_node.test, "xpu"):
                 self.flag(original_node, _WHY)
             return updated_node
-        self.rewrote()
+        if not self.fix(original_node, unsafe=_UNSAFE):
+            return updated_node
         return _dtype_expr(device, lib[0]).with_changes(
             lpar=updated_node.lpar, rpar=updated_node.rpar
         )
@@ -71,7 +81,8 @@ class PlatformDtypeCodemod(RuleCodemod):
             if mentions(updated_node.test, "xpu"):
                 self.flag(original_node, _WHY)
             return updated_node
-        self.rewrote()
+        if not self.fix(original_node, unsafe=_UNSAFE):
+            return updated_node
         assign = cst.Assign(targets=[cst.AssignTarget(then[0])], value=_dtype_expr(device, lib[0]))
         return cst.SimpleStatementLine(body=[assign], leading_lines=updated_node.leading_lines)
 

@@ -1,7 +1,9 @@
 """Behaviour kept: the before and after forms of each rewrite, executed with fake tensors.
 
 Each pattern re-creates a real vLLM 0.33.0 site. The after form is what the codemod
-produces from the before form (nothing hand-written), and both are executed:
+produces from the before form (nothing hand-written; the rewrite as the codemods spell it,
+whether or not the engine confirms the site: ``test_engine_gate.py`` covers that), and
+both are executed:
 
 - addresses below 2**63: both forms give the same bits;
 - addresses at or above 2**63: the before form raises the real torch/numpy error (where it
@@ -29,10 +31,22 @@ LOW_ADDRESSES = (0x7F3A_0000_1000, 0x10_0000, (1 << 63) - 8)
 TORCH_214 = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 14)
 
 
-def _forms(before: str, rule: Rule) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """Execute the before form and the codemod's after form; return both namespaces."""
+def _forms(
+    before: str, rule: Rule, *, unsafe_fixes: bool = False
+) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """Execute the before form and the codemod's after form; return both namespaces.
+
+    With ``unsafe_fixes`` the fix must be unsafe: without the flag the source must be left
+    as it was, apart from a TODO naming the risk.
+    """
     before = textwrap.dedent(before)
-    outcome = migrate_source(before, rules=[rule], filename="pattern.py")
+    if unsafe_fixes:
+        held = migrate_source(before, rules=[rule], filename="pattern.py", engine=False)
+        assert not held.rewrites and held.todos == {rule: 1}, held.warnings
+        assert "unsafe fix not applied" in held.new
+    outcome = migrate_source(
+        before, rules=[rule], filename="pattern.py", unsafe_fixes=unsafe_fixes, engine=False
+    )
     assert outcome.changed, "the codemod must rewrite this pattern"
     assert not outcome.todos, outcome.warnings
     namespaces = []
@@ -141,7 +155,7 @@ def test_dp001_torch_scalar_store_with_null() -> None:
 
 
 def test_dp001_store_through_helper_int64_and_uint64() -> None:
-    before, after, new = _forms(SPEC_DECODE_STORE, Rule.DP001)
+    before, after, new = _forms(SPEC_DECODE_STORE, Rule.DP001, unsafe_fixes=True)
     assert "devptr.store(self.block_table_ptrs, i, devptr.DevicePtr.of(bt))" in new
     # int64 table: the helper already kept the bits; the store keeps them too
     _assert_kept(before["run"], after["run"], _same, None)
@@ -185,13 +199,13 @@ WARMUP_TABLE = """
 
 def test_dp002_int64_table_stays_int64() -> None:
     before, after, new = _forms(RECOVERSSM_TABLE, Rule.DP002)
-    assert "devptr.ptr_tensor(tensors, encoding=devptr.Encoding.I64, device=device)" in new
+    assert "list(tensors), encoding=devptr.Encoding.I64, device=device" in new
     assert after["run"](_fakes(HIGH_ADDRESSES)).dtype == torch.int64
     _assert_kept(before["run"], after["run"], _same, TORCH_OVERFLOW)
 
 
 def test_dp002_uint64_table_stays_uint64() -> None:
-    before, after, _ = _forms(WARMUP_TABLE, Rule.DP002)
+    before, after, _ = _forms(WARMUP_TABLE, Rule.DP006)
     assert after["run"](_fakes(HIGH_ADDRESSES)).dtype == torch.uint64
     _assert_kept(before["run"], after["run"], _same, None)
 
@@ -231,8 +245,10 @@ def _strided(slots: list[int], stride: int) -> Callable[[tuple[int, ...]], list[
 
 
 def test_dp003_int64_arithmetic() -> None:
-    before, after, new = _forms(HISPARSE_ARITH, Rule.DP003)
-    assert "devptr.addresses(devptr.DevicePtr.of(dest), np.asarray(starts), row_bytes)" in new
+    before, after, new = _forms(HISPARSE_ARITH, Rule.DP003, unsafe_fixes=True)
+    assert "devptr.addresses(devptr.DevicePtr.of(dest),np.asarray(starts),row_bytes)" in "".join(
+        new.split()
+    )
     lows = tuple(a for a in LOW_ADDRESSES if a < (1 << 62))
     highs = tuple(a for a in HIGH_ADDRESSES if a + 5 * 256 < (1 << 64))
     expected = _strided([0, 1, 5], 256)
@@ -244,7 +260,7 @@ def test_dp003_int64_arithmetic() -> None:
 
 
 def test_dp003_uint64_arithmetic_same_bits_and_checked_overflow() -> None:
-    before, after, new = _forms(EC_SAVE_ARITH, Rule.DP003)
+    before, after, new = _forms(EC_SAVE_ARITH, Rule.DP003, unsafe_fixes=True)
     assert "src_base = devptr.DevicePtr.of(src)" in new
     assert "devptr.addresses(src_base, slots, block_size)" in new
     safe_high = tuple(a for a in HIGH_ADDRESSES if a + 7 * 4096 < (1 << 64))
@@ -309,7 +325,7 @@ def test_dp005_same_dtype_per_platform(
     device_type: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("DEVPTR_ENCODING", raising=False)
-    before, after, _ = _forms(EC_PTR_DTYPE, Rule.DP005)
+    before, after, _ = _forms(EC_PTR_DTYPE, Rule.DP005, unsafe_fixes=True)
     dtype = before["run"](_Platform(device_type))
     assert dtype == after["run"](_Platform(device_type))
     # and the table built with that dtype holds the address bits on the host path

@@ -37,7 +37,7 @@ def test_check_reports_and_writes_nothing(tree: Path) -> None:
     assert code == 1
     assert out == ""
     assert _snapshot(tree) == before
-    assert "6 files scanned, 3 would change, 0 failed" in err
+    assert "7 files scanned, 2 would change, 0 failed" in err
     assert "DP002" in err and "TODO" in err
 
 
@@ -46,30 +46,38 @@ def test_diff_prints_unified_diff_and_exits_1(tree: Path) -> None:
     code, out, _ = _invoke(str(tree), "--diff")
     assert code == 1
     assert _snapshot(tree) == before
-    assert out.count("\n--- ") + out.startswith("--- ") == 3
-    assert out.count("\n+++ ") == 3
-    assert "+        devptr.store(dst_ptrs_np, offset, devptr.DevicePtr.of(state[dest_block_id]))" in out
-    assert "-_PTR_DTYPE = torch.uint64 if current_platform.is_xpu() else torch.int64" in out
+    assert out.count("\n--- ") + out.startswith("--- ") == 2
+    assert out.count("\n+++ ") == 2
+    assert "+        devptr.store(table, i, devptr.DevicePtr.of(layer))" in out
+    # the store into a container the engine cannot type is not touched by default
+    assert "dst_ptrs_np" not in out
+    # DP005 is a convention rule: not selected, not touched
+    assert "-_PTR_DTYPE = torch.uint64 if current_platform.is_xpu() else torch.int64" not in out
 
 
 def test_write_then_second_run_changes_nothing(tree: Path) -> None:
     original = _snapshot(tree)
-    code, _, err = _invoke(str(tree))
+    code, _, err = _invoke(str(tree), "--select", "ALL", "--unsafe-fixes")
     assert code == 0, err
     migrated = _snapshot(tree)
     changed = {k for k in migrated if migrated[k] != original[k]}
-    assert changed == {"pkg/mamba_like.py", "pkg/ec_like.py", "pkg/lamport_like.py"}
+    assert changed == {
+        "pkg/mamba_like.py", "pkg/ec_like.py", "pkg/lamport_like.py", "pkg/table_like.py"
+    }
     for name, text in migrated.items():
         compile(text, name, "exec")
     lamport = migrated["pkg/lamport_like.py"]
     assert "# TODO[devptr]: DP002 table built from a list variable" in lamport
     assert "_to_i64_ptr" not in lamport
-    assert "devptr.ptr_tensor(caches.values(), encoding=devptr.Encoding.I64" in lamport
+    assert "devptr.ptr_tensor(caches.values(),encoding=devptr.Encoding.I64" in "".join(
+        lamport.split()
+    )
     assert "warning: " in err and "pkg/lamport_like.py:" in err
     # run twice: nothing left to change
-    code, _, err2 = _invoke(str(tree), "--check")
+    code, _, err2 = _invoke(str(tree), "--check", "--select", "ALL", "--unsafe-fixes")
     assert code == 0, err2
     assert "0 would change" in err2
+    assert "warning:" not in err2  # nothing new to report
     assert _snapshot(tree) == migrated
 
 
@@ -79,7 +87,7 @@ def test_migrated_tree_behaves(tree: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
     from devptr.testing import HIGH_ADDRESSES, FakeTensor
 
-    assert _invoke(str(tree))[0] == 0
+    assert _invoke(str(tree), "--select", "ALL", "--unsafe-fixes")[0] == 0
     monkeypatch.syspath_prepend(str(tree))
     for name in [m for m in sys.modules if m == "pkg" or m.startswith("pkg.")]:
         monkeypatch.delitem(sys.modules, name)
@@ -97,7 +105,7 @@ def test_migrated_tree_behaves(tree: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_select_limits_rules(tree: Path) -> None:
-    code, out, _ = _invoke(str(tree), "--diff", "--select", "dp005")
+    code, out, _ = _invoke(str(tree), "--diff", "--select", "dp005", "--unsafe-fixes")
     assert code == 1
     assert out.count("\n+++ ") == 1
     assert out.count("devptr.encoding_for(current_platform.device_type).torch_dtype") == 2
@@ -106,7 +114,9 @@ def test_select_limits_rules(tree: Path) -> None:
 
 def test_unknown_rule_and_parse_failure_exit_2(tree: Path) -> None:
     code, _, err = _invoke(str(tree), "--select", "DP999")
-    assert code == 2 and "unknown rule 'DP999'" in err
+    assert code == 2 and "--select: unknown rule selector 'DP999'" in err
+    code, _, err = _invoke(str(tree), "--select", "DP001", "--ignore", "DP001,DPX")
+    assert code == 2 and "--ignore: unknown rule selector 'DPX'" in err
     (tree / "pkg" / "broken.py").write_text("x = t.data_ptr(\n")
     code, _, err = _invoke(str(tree), "--check")
     assert code == 2
@@ -134,3 +144,114 @@ def test_cli_works_without_libcst() -> None:
         "assert 'libcst' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_default_run_applies_safe_defect_fixes_and_counts_what_it_wrote(tree: Path) -> None:
+    original = _snapshot(tree)
+    code, _, err = _invoke(str(tree))
+    assert code == 0, err
+    migrated = _snapshot(tree)
+    added = sum(migrated[k].count("# TODO[devptr]:") - original[k].count("# TODO[devptr]:")
+                for k in migrated)  # fmt: skip
+    table = err[err.index("devptr migrate") :]
+    total = next(ln for ln in table.splitlines() if "total" in ln)
+    numbers = [int(x) for x in total.replace("│", " ").split() if x.isdigit()]
+    assert numbers[-1] == added  # TODOs counted == TODO comments written
+    for name, text in migrated.items():
+        if text != original[name]:
+            assert max(len(line) for line in text.splitlines()) <= 88, name
+    # every warning names a line of the file as written: the statement it marks
+    for line in err.splitlines():
+        if line.startswith("warning: "):
+            path, number = line[len("warning: ") :].split(":")[:2]
+            rel = str(Path(path).relative_to(tree)) if Path(path).is_absolute() else path
+            source = original[rel].splitlines()
+            assert source[int(number) - 1].strip(), line
+    assert _invoke(str(tree), "--check")[0] == 0
+
+
+def test_select_and_ignore_are_repeatable_and_comma_separated() -> None:
+    from devptr.lint.rules import Rule
+    from devptr.migrate._runner import parse_rules
+
+    assert parse_rules(["DP001", "dp004,DP005"]) == {Rule.DP001, Rule.DP004, Rule.DP005}
+    assert parse_rules("ALL", ["DP004", "DP005,DP006"]) == set(Rule) - {
+        Rule.DP004, Rule.DP005, Rule.DP006
+    }
+    assert parse_rules(None, ["DP001"]) == parse_rules() - {Rule.DP001}
+
+
+def test_help_names_the_rules_todo_syntax_and_default_jobs() -> None:
+    import os
+
+    from devptr.lint.rules import Rule
+    from devptr.migrate._runner import default_jobs
+
+    result = CliRunner().invoke(app, ["migrate", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(result.stdout.split())
+    codes = [r.value for r in Rule]
+    assert f"{codes[0]}-{codes[-1]}" in text
+    assert "# TODO[devptr]: DPxxx <why>" in text
+    assert "--unsafe-fixes" in text and "every core" in text
+    assert default_jobs() == (os.cpu_count() or 1)
+
+
+def test_diff_goes_to_the_redirected_stdout_under_a_terminal(tree: Path, tmp_path: Path) -> None:
+    """`devptr migrate src --diff > mig.patch` typed in a terminal (stderr is the tty)."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    patch = tmp_path / "mig.patch"
+    try:
+        with patch.open("w") as out:
+            proc = subprocess.run(
+                [sys.executable, "-m", "devptr.cli", "migrate", str(tree), "--diff"],
+                stdin=follower,
+                stdout=out,
+                stderr=follower,
+                env={**os.environ, "TERM": "xterm", "COLUMNS": "100"},
+                timeout=120,
+                check=False,
+            )
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+    assert proc.returncode == 1
+    text = patch.read_text()
+    assert text.count("\n+++ ") == 2 and "devptr.store(table, i" in text
+    assert b"devptr migrate" in seen and b"+++ " not in seen
+
+
+def test_finding_through_a_helper_of_another_module_is_marked(tmp_path: Path) -> None:
+    """The tree is analysed as `devptr check` does: helpers across modules are followed."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tables.py").write_text(
+        "import torch\n\n\ndef make_table(rows):\n    return torch.tensor(rows, dtype=torch.int64)\n"
+    )
+    user = (
+        "from pkg.tables import make_table\n\n\n"
+        "def build(ts):\n    return make_table([t.data_ptr() for t in ts])\n"
+    )
+    (pkg / "user.py").write_text(user)
+    code, _, err = _invoke(str(pkg))
+    assert code == 0, err
+    text = (pkg / "user.py").read_text()
+    lines = text.splitlines()
+    todo = next(i for i, ln in enumerate(lines) if ln.strip().startswith("# TODO[devptr]: DP002"))
+    after = next(i for i in range(todo + 1, len(lines)) if not lines[i].strip().startswith("#"))
+    assert lines[after] == "    return make_table([t.data_ptr() for t in ts])"
+    assert "pkg/user.py:5:" in err
+    code, _, err = _invoke(str(pkg), "--check")
+    assert code == 0 and "warning:" not in err

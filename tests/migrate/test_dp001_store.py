@@ -27,7 +27,7 @@ class TestStoreRewrites(TwiceCodemodTest):
                 dst_np = bufs.dst_ptrs.np
                 devptr.store(dst_np, offset, devptr.DevicePtr.of(state[3]))  # keep me
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_store_through_private_helper_into_annotated_field(self) -> None:
         before = """
@@ -59,7 +59,7 @@ class TestStoreRewrites(TwiceCodemodTest):
                     for i, bt in enumerate(tables):
                         devptr.store(self.state_base_addrs, i, devptr.DevicePtr.of(bt))
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_offset_and_null_placeholder(self) -> None:
         before = """
@@ -77,7 +77,7 @@ class TestStoreRewrites(TwiceCodemodTest):
             devptr.store(ptrs, 0, devptr.DevicePtr.of(buf, offset=64))
             devptr.store(ptrs, 1, devptr.DevicePtr.NULL if mask is None else devptr.DevicePtr.of(mask))
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_slice_store_of_comprehension(self) -> None:
         before = """
@@ -93,7 +93,7 @@ class TestStoreRewrites(TwiceCodemodTest):
             table = np.zeros(8, dtype=np.int64)
             devptr.store(table, slice(2, 4), [devptr.DevicePtr.of(t) for t in pair])
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_noop_on_lists_dicts_and_non_addresses(self) -> None:
         code = """
@@ -141,7 +141,7 @@ class TestStoreRewrites(TwiceCodemodTest):
                 # TODO[devptr]: DP001 address expression stored into a container; compute it with devptr.DevicePtr / devptr.addresses and write it with devptr.store
                 descriptors.src_np[0:4] = source.data_ptr() + blocks * stride
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_named_slice_of_arithmetic_gets_todo_not_offset_rewrite(self) -> None:
         before = """
@@ -163,4 +163,4 @@ class TestStoreRewrites(TwiceCodemodTest):
                 # TODO[devptr]: DP001 address expression stored into a container; compute it with devptr.DevicePtr / devptr.addresses and write it with devptr.store
                 dst_np[sl] = destination.data_ptr() + starts * row_bytes
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from _migrate_support import TwiceCodemodTest
 
+from devptr.lint.rules import Rule
 from devptr.migrate import TableCodemod
 
 
@@ -27,7 +28,7 @@ class TestTableRewrites(TwiceCodemodTest):
             import devptr
 
             def _base_addrs(tensors, device):
-                return devptr.ptr_tensor(tensors, encoding=devptr.Encoding.I64, device=device)
+                return devptr.ptr_tensor(list(tensors), encoding=devptr.Encoding.I64, device=device)
         """
         self.assertCodemod(before, after)
 
@@ -43,7 +44,7 @@ class TestTableRewrites(TwiceCodemodTest):
 
             srcs = devptr.ptr_tensor([src], encoding=devptr.Encoding.U64, device=device)
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, rules=[Rule.DP006])
 
     def test_projection_in_comprehension_and_no_dtype(self) -> None:
         before = """
@@ -115,3 +116,49 @@ class TestTableRewrites(TwiceCodemodTest):
             odd = torch.tensor([t.data_ptr() for t in ts], dtype=_PTR_DTYPE)
         """
         self.assertCodemod(before, after)
+
+
+class TestTableSafety(TwiceCodemodTest):
+    """The comprehension collapse keeps iterating what the comprehension iterated."""
+
+    TRANSFORM = TableCodemod
+
+    def test_collapse_to_the_list_only_when_it_is_a_list(self) -> None:
+        before = """
+            import torch
+
+            def tables(caches, layers):
+                ks = [c[0] for c in caches]
+                a = torch.tensor([k.data_ptr() for k in ks], dtype=torch.int64)
+                b = torch.tensor([v.data_ptr() for v in caches.values()], dtype=torch.int64)
+                c = torch.tensor([x.data_ptr() for x in layers], dtype=torch.int64)
+                return a, b, c
+        """
+        after = """
+            import torch
+            import devptr
+
+            def tables(caches, layers):
+                ks = [c[0] for c in caches]
+                a = devptr.ptr_tensor(ks, encoding=devptr.Encoding.I64)
+                b = devptr.ptr_tensor(caches.values(), encoding=devptr.Encoding.I64)
+                c = devptr.ptr_tensor(list(layers), encoding=devptr.Encoding.I64)
+                return a, b, c
+        """
+        self.assertCodemod(before, after)
+
+    def test_uint64_table_is_convention_left_alone_by_default(self) -> None:
+        code = """
+            import torch
+
+            srcs = torch.tensor([src.data_ptr()], dtype=torch.uint64, device=device)
+        """
+        self.assertCodemod(code, code)
+
+    def test_no_op_without_addresses(self) -> None:
+        code = """
+            import torch
+
+            sizes = torch.tensor([t.numel() for t in ts], dtype=torch.int64)
+        """
+        self.assertCodemod(code, code)

@@ -28,7 +28,7 @@ class TestArithmeticRewrites(TwiceCodemodTest):
                 src_base = devptr.DevicePtr.of(src.view(-1))
                 bufs.add_copies(0, devptr.addresses(src_base, slots, block_size))
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_inline_int64_form_keeps_numpy_import_in_use(self) -> None:
         before = """
@@ -44,7 +44,7 @@ class TestArithmeticRewrites(TwiceCodemodTest):
             def rows(dest, starts, row_bytes):
                 return devptr.addresses(devptr.DevicePtr.of(dest), np.asarray(starts), row_bytes)
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_inline_uint64_form_drops_unused_numpy_import(self) -> None:
         before = """
@@ -59,7 +59,7 @@ class TestArithmeticRewrites(TwiceCodemodTest):
             def dst(buf, slots, block):
                 return devptr.addresses(devptr.DevicePtr.of(buf), slots, block)
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_noop_on_scalar_arithmetic(self) -> None:
         code = """
@@ -91,4 +91,4 @@ class TestArithmeticRewrites(TwiceCodemodTest):
                 log(base)
                 return base + slots.astype(np.uint64) * np.uint64(s)
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)

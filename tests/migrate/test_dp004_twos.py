@@ -29,7 +29,7 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
             def memcpy(dst_ptr: int, src_ptr: int, n: int) -> None:
                 torch.ops._C.memcpy(devptr.DevicePtr(dst_ptr).signed, devptr.DevicePtr(src_ptr).signed, n)
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_inline_spellings(self) -> None:
         before = """
@@ -44,7 +44,7 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
             b = devptr.DevicePtr.of(t).signed
             c = devptr.DevicePtr(q).signed
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_ctypes_spelling_and_unused_import_removed(self) -> None:
         before = """
@@ -57,7 +57,7 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
 
             arg = devptr.DevicePtr.of(t).signed
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_module_helper_removed_when_unused(self) -> None:
         before = """
@@ -76,7 +76,7 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
             def use(t):
                 return devptr.DevicePtr.of(t).signed
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_noop_on_other_conditionals(self) -> None:
         code = """
@@ -102,4 +102,4 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
 
             x = devptr.DevicePtr(addr).signed
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)

@@ -27,7 +27,7 @@ class TestPlatformDtypeRewrites(TwiceCodemodTest):
             # CUDA wants int64, XPU uint64
             _PTR_DTYPE = devptr.encoding_for(current_platform.device_type).torch_dtype
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_inverted_numpy_and_device_type_forms(self) -> None:
         before = """
@@ -47,7 +47,7 @@ class TestPlatformDtypeRewrites(TwiceCodemodTest):
             b = devptr.encoding_for(dev.type).torch_dtype
             c = devptr.encoding_for(t.device.type).torch_dtype
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_statement_form(self) -> None:
         before = """
@@ -70,7 +70,7 @@ class TestPlatformDtypeRewrites(TwiceCodemodTest):
                 ptr_dtype = devptr.encoding_for(current_platform.device_type).torch_dtype
                 return torch.empty(n, dtype=ptr_dtype)
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)
 
     def test_noop_on_unrelated_branches(self) -> None:
         code = """
@@ -96,4 +96,4 @@ class TestPlatformDtypeRewrites(TwiceCodemodTest):
             # TODO[devptr]: DP005 per-platform pointer dtype branch that devptr cannot map to encoding_for; use devptr.encoding_for(<device>).torch_dtype or an explicit devptr.Encoding
             wrong_way = torch.int64 if current_platform.is_xpu() else torch.uint64
         """
-        self.assertCodemod(before, after)
+        self.assertCodemod(before, after, unsafe_fixes=True)

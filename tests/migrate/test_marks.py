@@ -7,42 +7,54 @@ import textwrap
 from devptr.lint.rules import Rule
 from devptr.migrate import migrate_source
 
-EC_LOAD = textwrap.dedent(
+
+def todo_blocks(text: str) -> list[tuple[int, str]]:
+    """(index of the line after the comment, whole comment text) of each TODO[devptr]."""
+    lines = text.splitlines()
+    found = []
+    for k, line in enumerate(lines):
+        if line.strip().startswith("# TODO[devptr]:"):
+            parts, j = [line.strip()[2:]], k + 1
+            while lines[j].strip().startswith("#   "):
+                parts.append(lines[j].strip()[4:])
+                j += 1
+            found.append((j, " ".join(parts)))
+    return found
+
+
+CONCAT = textwrap.dedent(
     """
-    import numpy as np
+    import torch
 
 
-    def load(bufs, region, src, block_ids, block_size):
-        dst_base = region.blocks.data_ptr()
-        src_base = np.uint64(src.data_ptr())
-        slots, first_blocks = np.unique(block_ids), np.asarray(block_ids)
-        bufs.add_copies(
-            0,
-            src_base + slots.astype(np.uint64) * np.uint64(block_size),
-            dst_base + first_blocks * block_size,
+    def tables(ts, cache):
+        ptrs = [t.data_ptr() for t in ts]
+        return torch.tensor(ptrs + [0], dtype=torch.int64), torch.tensor(
+            [t.data_ptr() for t in ts], dtype=torch.int64
         )
     """
 )
 
 
 def test_checker_finding_the_codemods_cannot_prove_is_marked_once() -> None:
-    first = migrate_source(EC_LOAD, filename="ec.py")
-    # the uint64 spelling is rewritten; `dst_base + first_blocks * block_size` is not
-    # (the codemod does not follow tuple unpacking), but devptr check flags it: a TODO
-    # goes above the statement holding it
-    assert first.rewrites == {Rule.DP003: 1}
-    assert "devptr.addresses(src_base, slots, block_size)" in first.new
-    assert "dst_base + first_blocks * block_size" in first.new
+    first = migrate_source(CONCAT, filename="m.py")
+    # the literal comprehension table is rewritten; the table built from a concatenation
+    # (followed by the engine, not by the codemod) gets a TODO above its statement
+    assert first.rewrites == {Rule.DP002: 1}
+    assert "devptr.ptr_tensor(list(ts),encoding=devptr.Encoding.I64)" in "".join(first.new.split())
+    assert "torch.tensor(ptrs + [0], dtype=torch.int64)" in first.new
     lines = first.new.splitlines()
-    todo = [k for k, line in enumerate(lines) if "TODO[devptr]" in line]
-    assert len(todo) == 1
-    assert lines[todo[0]].strip().startswith("# TODO[devptr]: DP003 ")
-    assert lines[todo[0]].endswith("(devptr check)")
-    assert lines[todo[0] + 1] == "    bufs.add_copies("
-    assert first.todos == {Rule.DP003: 1}
-    second = migrate_source(first.new, filename="ec.py")
+    blocks = todo_blocks(first.new)
+    assert len(blocks) == 1
+    after, text = blocks[0]
+    assert text.startswith("TODO[devptr]: DP002 ") and text.endswith("(devptr check)")
+    assert lines[after].startswith("    return torch.tensor(ptrs + [0]")
+    assert max(map(len, lines)) <= 88
+    assert first.todos == {Rule.DP002: 1}
+    assert [w.split(":")[1] for w in first.warnings] == ["7"]  # the line as written
+    second = migrate_source(first.new, filename="m.py")
     assert not second.changed
-    assert second.todos == {}
+    assert second.todos == {} and second.warnings == ()
 
 
 def test_unrecognised_table_gets_checker_todo() -> None:
@@ -58,19 +70,22 @@ def test_unrecognised_table_gets_checker_todo() -> None:
             return async_tensor_h2d(tensor_ptrs, dtype=torch.uint64, device=device)
         """
     )
-    first = migrate_source(code, filename="lora.py")
+    assert not migrate_source(code, filename="lora.py").changed  # DP006: convention
+    first = migrate_source(code, filename="lora.py", rules=[Rule.DP006])
     assert first.changed and not first.rewrites
-    todo_lines = [line for line in first.new.splitlines() if "TODO[devptr]" in line]
-    assert len(todo_lines) == 1
-    assert todo_lines[0].strip().startswith("# TODO[devptr]: DP006")
-    assert todo_lines[0].endswith("(devptr check)")
-    assert first.new.splitlines().index(todo_lines[0]) + 1 == first.new.splitlines().index(
+    blocks = todo_blocks(first.new)
+    assert len(blocks) == 1
+    after, text = blocks[0]
+    assert text.startswith("TODO[devptr]: DP006") and text.endswith("(devptr check)")
+    assert first.new.splitlines()[after] == (
         "    return async_tensor_h2d(tensor_ptrs, dtype=torch.uint64, device=device)"
     )
+    # the warning names the line of the file as written
+    assert [w.split(":")[1] for w in first.warnings] == ["9"]
     assert any(w.startswith("lora.py:") and "DP006" in w for w in first.warnings)
     assert first.todos == {Rule.DP006: 1}
-    again = migrate_source(first.new, filename="lora.py")
-    assert not again.changed and again.todos == {}
+    again = migrate_source(first.new, filename="lora.py", rules=[Rule.DP006])
+    assert not again.changed and again.todos == {} and again.warnings == ()
 
 
 def test_marking_can_be_turned_off_and_respects_select() -> None:
