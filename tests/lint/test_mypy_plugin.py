@@ -107,13 +107,13 @@ def test_checker_imports_neither_torch_nor_numpy() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, capture_output=True)
 
 
-README_INSTALL = 'pip install -e ".[lint]"'
+README_INSTALL = 'pip install -e ".[mypy]"'
 
 
 @pytest.mark.slow
 def test_plugin_works_after_the_readme_install(tmp_path: Path) -> None:
     """Follow the README's commands exactly in a fresh venv (no system site-packages):
-    `python -m venv`, `pip install -e ".[lint]"`, then mypy with the plugin on a module
+    `python -m venv`, `pip install -e ".[mypy]"`, then mypy with the plugin on a module
     that stores a data_ptr() into a tensor. pip downloads what the venv needs (torch
     included), so this is slow; pip's index settings come from the environment as usual."""
     import shlex
