@@ -50,6 +50,10 @@ ALLOWED: dict[str, str] = {
 }
 
 
+OPTIONAL_DEPENDENCIES = frozenset({"mypy", "libcst", "triton", "matplotlib"})
+"""Extras a module may need (pyproject's optional dependencies): `dev` installs them all."""
+
+
 def _modules() -> Iterator[tuple[str, Path]]:
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE.parent).with_suffix("")
@@ -136,7 +140,12 @@ def test_every_raise_is_a_devptr_error_of_a_builtin_family() -> None:
     checked = 0
     for modname, path in _modules():
         tree = ast.parse(path.read_text(), str(path))
-        module = importlib.import_module(modname)
+        try:
+            module = importlib.import_module(modname)
+        except ModuleNotFoundError as exc:  # an optional extra not installed here (GPU image)
+            if (exc.name or "").split(".")[0] in OPTIONAL_DEPENDENCIES:
+                continue
+            raise
         for node, func in _raises(tree):
             assert node.exc is not None
             callee = node.exc.func if isinstance(node.exc, ast.Call) else node.exc

@@ -225,7 +225,7 @@ def _tables() -> list[TableBase]:
         PtrBuffer(3, pin_memory=False),
         PtrTable(3, {"p": devptr.Column.PTR, "n": devptr.Column.INT}, pin_memory=False),
         SizeBuffer(3, pin_memory=False),
-        DescriptorBufferPool("cpu").acquire(3),
+        DescriptorBufferPool("cpu", pin_memory=False).acquire(3),
     ]
 
 
