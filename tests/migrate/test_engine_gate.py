@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 
 from devptr.lint.engine import analyze_source
-from devptr.lint.rules import Rule
+from devptr.lint.rules import DEFAULT_RULES, Rule
 from devptr.migrate import migrate_source
 
 CONFIRMED = textwrap.dedent(
@@ -51,7 +51,10 @@ def test_engine_confirmed_safe_fix_is_applied_by_default() -> None:
 
 
 def test_module_without_engine_findings_is_left_alone() -> None:
-    assert analyze_source(UNTYPED, "m.py") == []
+    # default rules (defects): nothing; DP006 (convention: raw addresses in an untyped table) only
+    # when selected, and it has no fix
+    assert analyze_source(UNTYPED, "m.py", rules=DEFAULT_RULES) == []
+    assert all(f.fix is None for f in analyze_source(UNTYPED, "m.py"))
     for unsafe in (False, True):
         assert not migrate_source(UNTYPED, filename="m.py", unsafe_fixes=unsafe).changed
     # the codemods alone would rewrite it (an unsafe fix: the container is not proven)
