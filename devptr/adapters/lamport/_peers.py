@@ -70,9 +70,34 @@ class PeerMemory(Protocol):
         ...
 
 
+class _IdentityAllocation:
+    """An allocation reached at the same address by every rank (also the base that holds
+    ``local`` and ``tensor`` for the other allocations)."""
+
+    __slots__ = ("_local", "_tensor")
+
+    def __init__(self, local: DevicePtr, tensor: torch.Tensor | None) -> None:
+        self._local = local
+        self._tensor = tensor
+
+    @property
+    def local(self) -> DevicePtr:
+        return self._local
+
+    @property
+    def tensor(self) -> torch.Tensor | None:
+        return self._tensor
+
+    def peer(self, rank: int, published: DevicePtr) -> DevicePtr:
+        return published
+
+    def close(self) -> None:
+        self._tensor = None
+
+
 # -- torch symmetric memory -------------------------------------------------------------
-class _SymmetricAllocation:
-    __slots__ = ("_handle", "_local", "_peers", "_rank", "_tensor")
+class _SymmetricAllocation(_IdentityAllocation):
+    __slots__ = ("_handle", "_peers", "_rank")
 
     def __init__(self, tensor: torch.Tensor, handle: object, rank: int) -> None:
         ptrs = getattr(handle, "buffer_ptrs", None)
@@ -84,19 +109,10 @@ class _SymmetricAllocation:
         offset = local - bases[rank]
         if offset < 0:
             raise InvalidValueError(f"symmetric tensor {local!r} lies below its block {bases[rank]!r}")
-        self._tensor: torch.Tensor | None = tensor
+        super().__init__(local, tensor)
         self._handle: object | None = handle
-        self._local = local
         self._peers = [b + offset for b in bases]
         self._rank = rank
-
-    @property
-    def local(self) -> DevicePtr:
-        return self._local
-
-    @property
-    def tensor(self) -> torch.Tensor | None:
-        return self._tensor
 
     def peer(self, rank: int, published: DevicePtr) -> DevicePtr:
         if not 0 <= rank < len(self._peers):
@@ -109,7 +125,7 @@ class _SymmetricAllocation:
         # Dropping the last references frees the buffer and unmaps the peers' memory
         # (torch's symmetric-memory allocator owns both).
         self._handle = None
-        self._tensor = None
+        super().close()
 
 
 class SymmetricMemoryPeers:
@@ -147,30 +163,6 @@ class SymmetricMemoryPeers:
 
 
 # -- one process, plain tensors -------------------------------------------------------
-class _IdentityAllocation:
-    """An allocation reached at the same address by every rank."""
-
-    __slots__ = ("_local", "_tensor")
-
-    def __init__(self, local: DevicePtr, tensor: torch.Tensor | None) -> None:
-        self._local = local
-        self._tensor = tensor
-
-    @property
-    def local(self) -> DevicePtr:
-        return self._local
-
-    @property
-    def tensor(self) -> torch.Tensor | None:
-        return self._tensor
-
-    def peer(self, rank: int, published: DevicePtr) -> DevicePtr:
-        return published
-
-    def close(self) -> None:
-        self._tensor = None
-
-
 class HostPeerMemory:
     """Plain tensors on ``device``, for ranks that share one process (simulation).
 
