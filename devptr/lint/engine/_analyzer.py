@@ -531,7 +531,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self, target: ast.expr, val: Val | None, value: ast.expr | None, scope: Scope
     ) -> None:
         if isinstance(target, ast.Name):
-            if val is None:
+            if val is None and value is not None and syn.is_plain_literal(value):
+                scope.env[target.id] = None  # ptr = 0: a counter, not an address by name
+            elif val is None:
                 scope.env.pop(target.id, None)
             else:
                 scope.env[target.id] = val

@@ -23,8 +23,10 @@ class Scope:
     to ``PARAM`` values; ``sinks`` collects the parameters that reach a table sink.
     """
 
-    def __init__(self, env: dict[str, Val], cls: str | None) -> None:
+    def __init__(self, env: dict[str, Val | None], cls: str | None) -> None:
         self.env = env
+        """Known local names; ``None`` for a name bound to a literal (``ptr = 0``): known
+        not to be an address whatever the name says."""
         self.cls = cls
         self.returns: list[Val | None] = []
         self.sinks: list[object] = []

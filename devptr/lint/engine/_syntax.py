@@ -83,6 +83,13 @@ def literal_dtype(node: ast.AST, names: Names) -> DType | None:
     return None
 
 
+def is_plain_literal(node: ast.AST) -> bool:
+    """Whether *node* is a literal number, string, bool or None (``0``, ``-1``, ``2**20``)."""
+    if isinstance(node, ast.Constant):
+        return node.value is None or isinstance(node.value, int | float | str | bool)
+    return int_value(node) is not None
+
+
 def int_value(node: ast.AST) -> int | None:
     """Evaluate small constant integer expressions (``2**64``, ``1 << 63``, ``-(2**63)``)."""
     if isinstance(node, ast.Constant) and type(node.value) is int:
