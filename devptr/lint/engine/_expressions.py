@@ -648,6 +648,11 @@ class ExpressionEvaluator:
             if recv is not None and is_arrayish(recv):
                 self._sink(node, "fill", scope, vals[0], cont=recv)
             return _NO_VALUE
+        if (recv is None or recv.kind is Kind.PARAM) and attr == "astype" and node.args:
+            # x.astype(np.int64) on an unknown x or a parameter: only numpy spells astype
+            dt = syn.literal_dtype(node.args[0], self.names)
+            if dt is not None and dt is not DType.OTHER:
+                return Val(Kind.ARRAY, lib=Lib.NUMPY, dtype=dt)
         if recv is None:
             return _NO_VALUE if attr in ("get", "pop", "setdefault") else by_name(attr)
         if recv.kind is Kind.PARAM:
