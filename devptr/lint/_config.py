@@ -93,7 +93,8 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def load_toml(path: Path) -> dict[str, Any]:
+    """Parse a TOML file (tomllib, or tomli on Python 3.10); the one TOML reader of devptr."""
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
@@ -107,7 +108,7 @@ def load_config(pyproject: Path | None) -> Config:
     """Read ``[tool.devptr]`` from *pyproject* (defaults when None or absent)."""
     if pyproject is None:
         return Config()
-    table = _load_toml(pyproject).get("tool", {}).get("devptr", {})
+    table = load_toml(pyproject).get("tool", {}).get("devptr", {})
     if not isinstance(table, dict):
         raise ConfigError("[tool.devptr] must be a table")
     unknown = set(table) - {"select", "ignore", "exclude"}

@@ -11,15 +11,14 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
+from devptr.lint._config import load_toml
 from devptr.migrate._base import DEFAULT_LINE_LENGTH
 
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return load_toml(path)
+    except (OSError, UnicodeDecodeError, ValueError):  # TOMLDecodeError is a ValueError
         return None
 
 
