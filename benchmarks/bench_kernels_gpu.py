@@ -34,7 +34,6 @@ QUICK = "--quick" in sys.argv
 if QUICK:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import triton  # noqa: E402
 
 from devptr import DevicePtr, PtrBuffer, addresses  # noqa: E402
 from devptr.kernels import SizeBuffer, batch_memcpy  # noqa: E402
@@ -319,15 +318,10 @@ def compiled_report() -> list[dict[str, Any]]:
 
 
 def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "triton": triton.__version__,
-        "host": platform.node(),
-    }
+    """The harness's machine description plus the GPU facts this benchmark reports."""
+    info: dict[str, Any] = {**H.machine(), "host": platform.node()}
     if torch.cuda.is_available():
         p = torch.cuda.get_device_properties(0)
-        info["gpu"] = p.name
         info["sms"] = p.multi_processor_count
         info["gpu_mem_GiB"] = round(p.total_memory / GiB, 1)
     return info
