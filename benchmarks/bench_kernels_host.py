@@ -45,6 +45,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import _harness as H  # noqa: E402
+from _floors import numpy_view_floor  # noqa: E402
 
 from devptr import Column, DevicePtr, PtrBuffer, PtrTable  # noqa: E402
 from devptr.adapters.lamport import local_group  # noqa: E402
@@ -148,18 +149,7 @@ def memcpy_rows(dev: torch.device, quick: bool) -> tuple[dict[str, Any], dict[st
     number, repeat = (50, 15) if not quick else (2, 2)
 
     # -- table preparation + upload ------------------------------------------------
-    cpu = [torch.zeros(n, dtype=torch.uint64, pin_memory=pin) for _ in range(2)] + [
-        torch.zeros(n, dtype=torch.int64, pin_memory=pin)
-    ]
-    views = [t.numpy() for t in cpu]
-    gpu = [torch.zeros(n, dtype=t.dtype, device=dev) for t in cpu]
-
-    def floor() -> None:
-        views[0][:n] = [t.data_ptr() for t in srcs]
-        views[1][:n] = [t.data_ptr() for t in dsts]
-        views[2][:n] = [t.nbytes for t in srcs]
-        for c, g in zip(cpu, gpu, strict=True):
-            g[:n].copy_(c[:n], non_blocking=True)
+    floor, _ = numpy_view_floor(srcs, dsts, dev)
 
     s_buf: PtrBuffer[int] = PtrBuffer(n, device=mirror, pin_memory=pin)
     d_buf: PtrBuffer[int] = PtrBuffer(n, device=mirror, pin_memory=pin)

@@ -41,6 +41,7 @@ if QUICK:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import _harness as H  # noqa: E402
+from _floors import numpy_view_floor  # noqa: E402
 
 from devptr.adapters.mamba_copy import (  # noqa: E402
     MambaCopyBuffers,
@@ -157,19 +158,7 @@ def main() -> None:
     reqs = requests()
     srcs, dsts = vllm_views(groups, ctx, reqs)
     n = len(srcs)
-    pin = device.type == "cuda"
-    fcpu = [torch.zeros(n, dtype=torch.uint64, pin_memory=pin) for _ in range(2)] + [
-        torch.zeros(n, dtype=torch.int64, pin_memory=pin)
-    ]
-    fviews = [t.numpy() for t in fcpu]
-    fdev = [torch.zeros(n, dtype=t.dtype, device=device) for t in fcpu]
-
-    def numpy_floor() -> None:
-        fviews[0][:n] = [t.data_ptr() for t in srcs]
-        fviews[1][:n] = [t.data_ptr() for t in dsts]
-        fviews[2][:n] = [t.nbytes for t in srcs]
-        for c, g in zip(fcpu, fdev, strict=True):
-            g[:n].copy_(c[:n], non_blocking=True)
+    numpy_floor, fdev = numpy_view_floor(srcs, dsts, device)
 
     def vllm_way() -> None:
         off = 0
