@@ -9,8 +9,9 @@ import torch
 
 from devptr import _checked
 from devptr._buffer import PtrBuffer
+from devptr._convert import index_value
 from devptr._encoding import Encoding
-from devptr._errors import CapacityError, InvalidValueError, PtrTypeError, describe
+from devptr._errors import InvalidValueError, PtrTypeError, describe
 from devptr._sizes import SizeBuffer
 from devptr._table import Column, PtrTable
 from devptr.kernels import _runtime, _tables
@@ -197,9 +198,7 @@ def batch_memcpy_table(
     if type(table) is not PtrTable:
         raise PtrTypeError(f"table must be a PtrTable with SEGMENT_COLUMNS (got {describe(table)})")
     (s, d, z), device = _segment_columns(table)
-    count = table.capacity if n is None else n
-    if type(count) is not int or not 0 <= count <= table.capacity:
-        raise CapacityError(f"n must be an int in [0, {table.capacity}] (got {describe(n)})")
+    count = table.capacity if n is None else index_value(n, "n", table.capacity)
 
     def hint() -> int | None:
         return int(table.column("size")[:count].max()) if count else 0
