@@ -5,7 +5,12 @@ One process per GPU (all GPUs of the host, at least 2; :func:`devptr.testing.spa
 each dtype and size, on the same inputs:
 
 - ``lamport``: ``devptr.kernels.lamport_allreduce`` (out of place, default launch config);
-- ``symm_one_shot``: ``torch.ops.symm_mem.one_shot_all_reduce_copy`` (copy in, one-shot);
+- ``lamport_alloc``: the same without ``out`` (allocates its result, as torch's ops do);
+- ``symm_one_shot``: ``torch.ops.symm_mem.one_shot_all_reduce_copy`` (copy in, one-shot;
+  the input need not be symmetric memory, like Lamport's);
+- ``symm_one_shot_nocopy`` / ``symm_one_shot_out``: ``one_shot_all_reduce`` (allocates the
+  result) and ``one_shot_all_reduce_out`` on an input already in symmetric memory (where
+  this torch has them);
 - ``nccl``: ``torch.distributed.all_reduce`` (NCCL, NVLS off), in place;
 - ``bare_triton``: a bare Triton launch (``kernel[grid](...)``, no checks, no wait) of a
   kernel that reads the peer's symmetric buffer and adds it to the input: the floor of a
@@ -50,7 +55,25 @@ SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 EAGER_CALLS = 50
 GRAPH_CALLS = 25
 REPEAT = 21
-OPS = ("lamport", "symm_one_shot", "nccl", "bare_triton", "lamport_prev_kernel")
+OPS: dict[str, str] = {
+    "lamport": "Lamport, out given",
+    "lamport_alloc": "Lamport, allocating",
+    "symm_one_shot": "symm one-shot copy",
+    "symm_one_shot_nocopy": "symm one-shot, symmetric input",
+    "symm_one_shot_out": "symm one-shot out, symmetric input",
+    "nccl": "NCCL",
+    "bare_triton": "bare Triton",
+    "lamport_prev_kernel": "previous kernel, bare launch",
+}
+"""Op name -> column heading (in column order)."""
+RATIOS = (
+    ("lamport", "symm_one_shot"),
+    ("lamport_alloc", "symm_one_shot"),
+    ("lamport_alloc", "symm_one_shot_nocopy"),
+    ("lamport", "symm_one_shot_out"),
+    ("lamport", "bare_triton"),
+)
+"""(numerator, denominator) ops of the ratio columns."""
 
 
 @triton.jit
@@ -122,11 +145,20 @@ def _worker(rank: int, world: int, sizes: list[int], baseline: str | None) -> di
                 "symm_one_shot": lambda s=sym_in, x=x: torch.ops.symm_mem.one_shot_all_reduce_copy(
                     s, x, "sum", gname
                 ),
+                "lamport_alloc": lambda x=x: lamport_allreduce(x, ws),
                 "nccl": lambda b=nccl_buf: dist.all_reduce(b),
                 "bare_triton": lambda x=x, p=peer, o=bare_out, gr=grid, n=numel: _peer_add_kernel[gr](
                     x, p, o, n, BLOCK=1024
                 ),
             }
+            sym = torch.ops.symm_mem
+            if hasattr(sym, "one_shot_all_reduce"):  # input already in symmetric memory
+                ops["symm_one_shot_nocopy"] = lambda s=sym_in, f=sym.one_shot_all_reduce: f(s, "sum", gname)
+            if hasattr(sym, "one_shot_all_reduce_out"):
+                o = torch.empty_like(x)
+                ops["symm_one_shot_out"] = lambda s=sym_in, o=o, f=sym.one_shot_all_reduce_out: f(
+                    s, "sum", gname, o
+                )
             if prev is not None:
                 # the previous kernel (layout hard-coded, int32 word views), bare launch
                 sms = torch.cuda.get_device_properties(dev).multi_processor_count
@@ -141,8 +173,12 @@ def _worker(rank: int, world: int, sizes: list[int], baseline: str | None) -> di
                 meta = {"WORLD": world, "KIND": kinds[dtype], "WRITE": True, "REDUCE": True, "BLOCK": blk}
 
                 def prev_op(
-                    xw: torch.Tensor = xw, ow: torch.Tensor = ow, pgrid: tuple[int] = pgrid,
-                    scalars: tuple[int, ...] = scalars, meta: dict[str, Any] = meta, warps: int = warps,
+                    xw: torch.Tensor = xw,
+                    ow: torch.Tensor = ow,
+                    pgrid: tuple[int] = pgrid,
+                    scalars: tuple[int, ...] = scalars,
+                    meta: dict[str, Any] = meta,
+                    warps: int = warps,
                 ) -> None:
                     prev[pgrid](ws.workspace, xw, ow, *scalars, **meta, num_warps=warps)
 
@@ -202,11 +238,12 @@ def _table(results: list[dict[str, Any]], clock: str) -> list[str]:
             return "n/a"
         return f"{s['median_ns'] / 1e3:.2f} ({s['p25_ns'] / 1e3:.1f}-{s['p75_ns'] / 1e3:.1f})"
 
-    lines = [
-        "| dtype | size | Lamport (us) | symm one-shot (us) | NCCL (us) | bare Triton (us) | "
-        "previous kernel, bare launch (us) | Lamport / one-shot | Lamport / bare |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
+    present = {r["op"] for r in results[0]["rows"] if clock in r}
+    ops = [op for op in OPS if op in present]
+    ratios = [(a, b) for a, b in RATIOS if a in present and b in present]
+    heads = [f"{OPS[op]} (us)" for op in ops] + [f"{OPS[a]} / {OPS[b]}" for a, b in ratios]
+    lines = ["| dtype | size | " + " | ".join(heads) + " |", "|---|---|" + "---|" * len(heads)]
+
     def ratio(a: dict[str, float] | None, b: dict[str, float] | None) -> str:
         return "n/a" if a is None or b is None else f"{a['median_ns'] / b['median_ns']:.2f}x"
 
@@ -214,12 +251,9 @@ def _table(results: list[dict[str, Any]], clock: str) -> list[str]:
         {(r["dtype"], r["bytes"]) for r in results[0]["rows"]}, key=lambda k: (k[0] != "float32", k[1])
     )
     for dtype, nbytes in keys:
-        lam, one, nccl, bare, prev = (_worst(results, dtype, nbytes, op, clock) for op in OPS)
-        lines.append(
-            f"| {dtype} | {_size(nbytes)} | {cell(lam)} | {cell(one)} | {cell(nccl)} | {cell(bare)} | "
-            f"{cell(prev)} | "
-            f"{ratio(lam, one)} | {ratio(lam, bare)} |"
-        )
+        got = {op: _worst(results, dtype, nbytes, op, clock) for op in ops}
+        cells = [cell(got[op]) for op in ops] + [ratio(got[a], got[b]) for a, b in ratios]
+        lines.append(f"| {dtype} | {_size(nbytes)} | " + " | ".join(cells) + " |")
     return lines
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import torch
 
@@ -64,37 +64,118 @@ class _State:
 
     enabled: bool | None = None
     """None: not decided yet; False: always use ``kernel[grid]``."""
-    knobs: Any = None
+    raw_launch: bool = False
+    """Whether the compiled launcher's C entry point may be called directly (a Triton
+    whose launcher wrapper is known: see :func:`_resolve`)."""
+    quiet: Callable[[], bool] = staticmethod(lambda: True)
+    """Whether no launch hook is installed (else a profiler wants the generic launcher)."""
     get_stream: Callable[[int], int] | None = None
     get_device: Callable[[], int] = torch.cuda.current_device
 
 
+_RAW_LAUNCH_TRITON: Final = frozenset({(3, 6)})
+"""Triton releases whose ``CudaLauncher.__call__`` was read and verified on a GPU:
+``launch(gx, gy, gz, stream, function, cooperative, pdl, global_scratch, profile_scratch,
+*args)`` behind a wrapper that only allocates scratch memory (none when its sizes are 0)."""
+
+
+def _quiet_check(runtime: Any) -> Callable[[], bool]:
+    """A cheap "no launch hook installed" test for this Triton's hook attributes.
+
+    Hook chains (Triton >= 3.4) are compared by identity with the ones seen now, and their
+    ``calls`` lists tested for emptiness; plain hook attributes (older Tritons) must be None.
+    """
+    enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+    if isinstance(getattr(enter, "calls", None), list) and isinstance(getattr(leave, "calls", None), list):
+        e_calls, l_calls = enter.calls, leave.calls
+
+        def chains_quiet() -> bool:
+            return (
+                not e_calls
+                and not l_calls
+                and runtime.launch_enter_hook is enter
+                and runtime.launch_exit_hook is leave
+            )
+
+        return chains_quiet
+    return lambda: runtime.launch_enter_hook is None and runtime.launch_exit_hook is None
+
+
+def _resolve() -> None:
+    try:
+        import triton
+        from triton import knobs
+        from triton.runtime import driver
+
+        version = tuple(int(v) for v in triton.__version__.split(".")[:2])
+        _State.quiet = staticmethod(_quiet_check(knobs.runtime))
+        _State.get_stream = driver.active.get_current_stream
+        _State.get_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+        _State.raw_launch = version in _RAW_LAUNCH_TRITON
+        _State.enabled = version >= (3, 3) and not _runtime.interpreting()
+    except Exception:  # any other Triton layout: the generic launcher only
+        _State.enabled = False
+
+
 def _direct_path_available() -> bool:
     if _State.enabled is None:
-        try:
-            import triton
-            from triton import knobs
-            from triton.runtime import driver
-
-            major, minor = (int(v) for v in triton.__version__.split(".")[:2])
-            _State.knobs = knobs
-            _State.get_stream = driver.active.get_current_stream
-            _State.get_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
-            _State.enabled = (major, minor) >= (3, 3) and not _runtime.interpreting()
-        except Exception:  # any other Triton layout: the generic launcher only
-            _State.enabled = False
+        _resolve()
     return bool(_State.enabled)
 
 
-def _quiet(hook: object) -> bool:
-    """Whether a launch hook does nothing (None, or an empty ``HookChain``)."""
-    return hook is None or getattr(hook, "calls", True) == []
+class Bound:
+    """One launch signature's compiled kernel, ready to launch from raw arguments.
+
+    Made by :meth:`FastKernel.bound` after the signature's first launch. Calling it launches
+    on the current stream of its device and returns True, or launches nothing and returns
+    False when the direct path cannot be taken now (another device is current, or a launch
+    hook is installed); the caller then goes through :meth:`FastKernel.launch`.
+    """
+
+    __slots__ = ("_fn", "_head", "_tail", "index")
+
+    def __init__(
+        self, index: int, fn: Callable[..., object], head: tuple[object, ...], tail: tuple[object, ...]
+    ) -> None:
+        self.index = index
+        self._fn = fn
+        self._head = head
+        self._tail = tail
+
+    def __call__(self, grid: tuple[int, int, int], raw: Sequence[object]) -> bool:
+        """Launch with ``raw``: the runtime parameters, tensors as their addresses."""
+        index = self.index
+        if _State.get_device() != index or not _State.quiet():
+            return False
+        stream = _State.get_stream(index)  # type: ignore[misc]
+        self._fn(grid[0], grid[1], grid[2], stream, *self._head, *raw, *self._tail)
+        return True
 
 
-def _hooks_quiet() -> bool:
-    """Whether no launch hook is installed (else a profiler wants the generic launcher)."""
-    rt = _State.knobs.runtime
-    return _quiet(rt.launch_enter_hook) and _quiet(rt.launch_exit_hook)
+def _bind(compiled: Any, index: int, tail: tuple[object, ...]) -> Bound:
+    """A :class:`Bound` of a compiled kernel: its launcher's C entry point where the wrapper
+    is known and allocates nothing (see :data:`_RAW_LAUNCH_TRITON`), else the launcher."""
+    run = compiled.run
+    if (
+        _State.raw_launch
+        and callable(getattr(run, "launch", None))
+        and getattr(run, "global_scratch_size", 1) == 0
+        and getattr(run, "profile_scratch_size", 1) == 0
+        and not getattr(run, "gsan_enabled", False)
+    ):
+        head: tuple[object, ...] = (
+            compiled.function,
+            run.launch_cooperative_grid,
+            run.launch_pdl,
+            None,  # global scratch
+            None,  # profile scratch
+            compiled.packed_metadata,
+            None,  # launch metadata
+            None,  # enter hook
+            None,  # exit hook
+        )
+        return Bound(index, run.launch, head, tail)
+    return Bound(index, run, (compiled.function, compiled.packed_metadata, None, None, None), tail)
 
 
 class FastKernel:
@@ -104,15 +185,14 @@ class FastKernel:
     use through :func:`devptr.kernels._runtime.jit_module`).
     """
 
-    __slots__ = ("_cache", "_fn", "_jit", "_module", "_name", "_tail")
+    __slots__ = ("_bound", "_fn", "_jit", "_module", "_name")
 
     def __init__(self, module: str, name: str) -> None:
         self._module = module
         self._name = name
         self._jit: Any = None
         self._fn: Any = None
-        self._cache: dict[object, Any] = {}
-        self._tail: dict[object, tuple[object, ...]] = {}
+        self._bound: dict[object, Bound] = {}
 
     def jit_module(self) -> Any:
         """The JIT module (imported on first use; raises TritonUnavailableError)."""
@@ -120,6 +200,14 @@ class FastKernel:
             self._jit = _runtime.jit_module(self._module)
             self._fn = getattr(self._jit, self._name)
         return self._jit
+
+    def bound(self, key: object) -> Bound | None:
+        """The :class:`Bound` launch of signature ``key``, once it has been launched (None
+        before, on the generic path, and after the direct path switched itself off).
+
+        A caller that knows its signature keeps this and calls it directly, skipping the
+        signature lookup of :meth:`launch`."""
+        return self._bound.get(key)
 
     def launch(
         self,
@@ -138,30 +226,14 @@ class FastKernel:
 
         The caller has checked the device (:func:`_runtime.check_launch_device`).
         """
-        compiled = self._cache.get(key)
-        if compiled is not None and (_State.get_device() != device.index or not _hooks_quiet()):
-            compiled = None  # another device is current, or a profiler hooks launches
-        if compiled is not None:
-            tail = self._tail[key]
-            stream = _State.get_stream(device.index)  # type: ignore[misc]
+        bound = self._bound.get(key)
+        if bound is not None:
             try:
-                compiled.run(
-                    grid[0],
-                    grid[1],
-                    grid[2],
-                    stream,
-                    compiled.function,
-                    compiled.packed_metadata,
-                    None,
-                    None,
-                    None,
-                    *(args if raw is None else raw),
-                    *tail,
-                )
-                return
+                if bound(grid, args if raw is None else raw):
+                    return
             except TypeError:  # a launcher of another shape: generic path from now on
                 _State.enabled = False
-                self._cache.clear()
+                self._bound.clear()
         self.jit_module()
         ctx = (
             torch.cuda.device(device)
@@ -173,21 +245,18 @@ class FastKernel:
         if device.type == "cuda" and _direct_path_available() and hasattr(got, "packed_metadata"):
             names = list(self._fn.arg_names)
             tail_names = names[len(args) :]
-            if sorted(tail_names) == sorted(meta):
-                self._tail[key] = tuple(meta[n] for n in tail_names)
-                self._cache[key] = got
+            if sorted(tail_names) == sorted(meta) and device.index is not None:
+                tail = tuple(meta[n] for n in tail_names)
+                self._bound[key] = _bind(got, device.index, tail)
 
     def cached_signatures(self) -> int:
         """How many launch signatures hold a compiled kernel (for tests and benchmarks)."""
-        return len(self._cache)
+        return len(self._bound)
 
 
 def device_key(device: torch.device) -> tuple[str, int | None]:
     """The part of a launch signature that names the device."""
     return (device.type, device.index)
-
-
-
 
 
 _VIEWS: dict[int, tuple[object, torch.Tensor, torch.device]] = {}
@@ -215,4 +284,6 @@ def table_view(
         _VIEWS.clear()
     _VIEWS[id(table)] = (table, t, t.device)
     return t, t.device
-__all__ = ["FastKernel", "arg_key", "device_key", "table_view"]
+
+
+__all__ = ["Bound", "FastKernel", "arg_key", "device_key", "table_view"]
