@@ -299,8 +299,11 @@ def lamport_allreduce(
     cuda, index = plan.is_cuda, plan.index  # on CUDA, compare without making device objects
     if not (x.is_cuda and x.get_device() == index) if cuda else x.device != plan.device:
         raise InvalidValueError(f"x is on {x.device}, the workspace on {plan.device}")
-    if out is None:
-        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    contiguous = x.is_contiguous()
+    if out is None:  # empty_like keeps a contiguous x's layout; its memory_format argument costs
+        out = (
+            torch.empty_like(x) if contiguous else torch.empty_like(x, memory_format=torch.contiguous_format)
+        )
     elif (
         out.dtype != x.dtype
         or out.shape != shape
@@ -315,7 +318,7 @@ def lamport_allreduce(
     if call.n_words == 0:
         return out
 
-    src = x if x.is_contiguous() else x.contiguous()
+    src = x if contiguous else x.contiguous()
     dst = out
     xp, op = src.data_ptr(), dst.data_ptr()
     if call.odd or (xp | op) & 3:
