@@ -21,7 +21,7 @@ spread:
 
 - **eager**: CUDA events around ``EAGER_CALLS`` back-to-back calls, after a barrier (the
   per-call cost seen by an engine that calls eagerly: host work and launch, or the
-  kernel when that is longer); the ops of one size take turns, one sample each per round;
+  kernel when that is longer); the ops of one size take turns, one sample each per round (graph replays too);
 - **graph**: ``GRAPH_CALLS`` calls captured in one CUDA graph, each sample one replay
   started after a barrier and a one-element NCCL all-reduce (so both GPUs start
   together).
@@ -184,6 +184,7 @@ def _worker(rank: int, world: int, sizes: list[int], baseline: str | None) -> di
 
                 ops["lamport_prev_kernel"] = prev_op
             size_rows: dict[str, dict[str, Any]] = {}
+            graphs: dict[str, torch.cuda.CUDAGraph] = {}
             for name, fn in ops.items():
                 row: dict[str, Any] = {"dtype": str(dtype).split(".")[1], "bytes": nbytes, "op": name}
                 size_rows[name] = row
@@ -191,25 +192,30 @@ def _worker(rank: int, world: int, sizes: list[int], baseline: str | None) -> di
                     fn()
                     torch.cuda.synchronize()
                     barrier()
-                    graph = H.capture_graph(fn, number=GRAPH_CALLS)
-                    replays = H.time_replays(graph, number=GRAPH_CALLS, repeat=REPEAT, before=align)
-                    row["graph"] = replays.summary()
-                    del graph
+                    graphs[name] = H.capture_graph(fn, number=GRAPH_CALLS)
                 except Exception as exc:  # record and go on: one failing op must not hide the rest
                     row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
                     torch.cuda.synchronize()
                 if name == "lamport":
                     row["max_abs_err_vs_nccl"] = err
-            # Eager: the ops take turns in every round (a slow stretch of the machine hits
-            # them alike), each sample after a barrier.
-            eager: dict[str, list[float]] = {n: [] for n, r in size_rows.items() if "error" not in r}
+            # The ops of one size take turns in every round, eager and graph alike (a slow
+            # stretch of the machine hits them alike); each sample after a barrier (graph:
+            # and a one-element NCCL all-reduce, so both GPUs start together).
+            ok = [n for n in ops if n in graphs]
+            eager: dict[str, list[float]] = {n: [] for n in ok}
+            replay: dict[str, list[float]] = {n: [] for n in ok}
             for _ in range(REPEAT):
-                for name in eager:
+                for name in ok:
                     barrier()
                     got = H.cuda_events(ops[name], number=EAGER_CALLS, repeat=1, warmup=2)
                     eager[name].extend(got.samples_ns)
-            for name, samples in eager.items():
-                size_rows[name]["eager"] = H.Timing(tuple(samples), "cuda-event", EAGER_CALLS).summary()
+                for name in ok:
+                    got = H.time_replays(graphs[name], number=GRAPH_CALLS, repeat=1, before=align)
+                    replay[name].extend(got.samples_ns)
+            for name in ok:
+                size_rows[name]["eager"] = H.Timing(tuple(eager[name]), "cuda-event", EAGER_CALLS).summary()
+                size_rows[name]["graph"] = H.Timing(tuple(replay[name]), "cuda-graph", GRAPH_CALLS).summary()
+            del graphs
             for row in size_rows.values():
                 rows.append(row)
                 if rank == 0:
