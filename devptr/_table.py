@@ -107,7 +107,7 @@ class PtrTable(AddressTable):
             raise AddressRangeError(
                 f"column {name!r} values must be below 2**63 (got {int(arr.max())})"
             )
-        return arr.astype(np.int64).view(U64)
+        return (arr if arr.dtype == np.int64 else arr.astype(np.int64)).view(U64)
 
     def fill(self, start: int, **columns: Addresses | IntValues) -> int:
         """Write records from ``start``; every column must be given, all of one length.

@@ -55,6 +55,10 @@ from devptr.kernels import SEGMENT_COLUMNS, batch_memcpy, batch_memcpy_table
 
 U64 = np.uint64
 
+_DATA_PTR: Final[Callable[[object], int]] = torch.Tensor.data_ptr  # type: ignore[assignment]
+"""``data_ptr`` as a function (mapped over a list of states without an attribute lookup each;
+a non-tensor raises TypeError)."""
+
 UNBOUNDED: Final = 1 << 62
 """Limit of a table column that no known state reads (any block id or bias passes)."""
 
@@ -135,9 +139,15 @@ class CopyPlan:
         # the staleness check's flat lists, in layer order (one per copied state)
         object.__setattr__(self, "_refs", [ref for layer in self.layers for ref, _ in layer.states])
         object.__setattr__(self, "_addrs", [addr for layer in self.layers for _, addr in layer.states])
+        object.__setattr__(self, "_names", [layer.name for layer in self.layers])
+        object.__setattr__(self, "_funcs", [layer.funcs for layer in self.layers])
+        object.__setattr__(self, "_counts", [len(layer.states) for layer in self.layers])
 
     _refs: list[Callable[[], object]] = dataclasses.field(init=False, repr=False, compare=False)
     _addrs: list[int] = dataclasses.field(init=False, repr=False, compare=False)
+    _names: list[str] = dataclasses.field(init=False, repr=False, compare=False)
+    _funcs: list[tuple[object, ...]] = dataclasses.field(init=False, repr=False, compare=False)
+    _counts: list[int] = dataclasses.field(init=False, repr=False, compare=False)
 
     @property
     def entries(self) -> int:
@@ -230,35 +240,31 @@ class CopyPlan:
         if tuple(mamba_group_ids) != self.mamba_group_ids:
             return False
         names = [layer for gid in mamba_group_ids for layer in kv_cache_groups[gid]]
-        layers = self.layers
-        if len(names) != len(layers):
+        if names != self._names:  # one C-level comparison of the layer names
             return False
         if type(copy_funcs) is dict:  # the common case, without the ABC checks
-            funcs = [copy_funcs.get(name) for name in names]
+            funcs = list(map(copy_funcs.get, names))
         else:
             try:
                 funcs = [funcs_for(copy_funcs, name) for name in names]
             except (KeyError, TypeError):  # build() says what is wrong
                 return False
-        for name, f, layer in zip(names, funcs, layers, strict=True):
-            if name != layer.name:
-                return False
-            if f != layer.funcs and (type(f) is tuple or f is None or tuple(f) != layer.funcs):
-                return False
-        get = forward_context.get
+        if funcs != self._funcs:  # a list, or another sequence, of the same functions passes
+            for f, known in zip(funcs, self._funcs, strict=True):
+                if f != known and (type(f) is tuple or f is None or tuple(f) != known):
+                    return False
         flat: list[object] = []
         try:
-            for name, layer in zip(names, layers, strict=True):
-                entry = get(name)
+            for entry, k in zip(map(forward_context.get, names), self._counts, strict=True):
                 states = entry if type(entry) is list else getattr(entry, "kv_cache", entry)
-                k = len(layer.states)
-                if len(states) < k:  # type: ignore[arg-type]
+                n = len(states)  # type: ignore[arg-type]
+                if n < k:
                     return False
-                flat += states[:k]  # type: ignore[index]
+                flat += states if n == k else states[:k]  # type: ignore[index,arg-type]
             # every state the very tensor measured (alive), then at the same address
             if not all(map(operator.is_, flat, [ref() for ref in self._refs])):
                 return False
-            return [state.data_ptr() for state in flat] == self._addrs  # type: ignore[attr-defined]
+            return list(map(_DATA_PTR, flat)) == self._addrs
         except (TypeError, AttributeError):  # not sequences of tensors: build() says what is wrong
             return False
 
@@ -291,12 +297,16 @@ class CopyPlan:
             dsts.append(d)
         if bias < 0 or (bias > self.min_width and self.min_width != UNBOUNDED):
             raise CapacityError(f"accept_token_bias {bias} outside [0, {self.min_width}]")
-        sb = np.array(cols, dtype=np.int64).astype(U64)[self.src_sel]
-        db = np.array(dsts, dtype=np.int64).astype(U64)[self.group]
-        ub = U64(bias)
-        src_addr = self.base + sb * self.stride + ub * self.conv_shift
+        # -1 (a column no state reads) wraps to 2**64 - 1 here, and no entry selects it
+        sb = np.array(cols, dtype=np.int64).view(U64)[self.src_sel]
+        db = np.array(dsts, dtype=np.int64).view(U64)[self.group]
+        src_addr = self.base + sb * self.stride
         dst_addr = self.base + db * self.stride
-        sizes = self.size0 - np.int64(bias) * self.conv_tok
+        if bias:
+            src_addr += U64(bias) * self.conv_shift
+            sizes = self.size0 - np.int64(bias) * self.conv_tok
+        else:
+            sizes = self.size0.copy()
         for g in self.generic:
             ids = block_ids[self.mamba_group_ids[g.group_pos]]
             state = layer_states(forward_context, g.layer)[g.index]
