@@ -267,6 +267,7 @@ def main() -> None:
     out["state_copy"], prof_s = state_rows(dev, args.quick)
     out["profiles"] = {"lamport_64KiB_fp32": prof_l, **profs, "copy_state_blocks": prof_s}
     path = Path(args.out) / f"host_{args.label}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1))
     for r in out["lamport"]:
         print(args.label, "lamport", r["dtype"], r["bytes"], f"host {r['host']['median_ns'] / 1e3:.1f} us",
