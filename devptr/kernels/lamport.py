@@ -64,9 +64,14 @@ def _warps(block: int) -> int:
 
 
 def _block_for(n_words: int, programs: int) -> tuple[int, int]:
-    """(BLOCK, num_warps): about one chunk per multiprocessor, 256..4096 words a chunk."""
+    """(BLOCK, num_warps): about one chunk per multiprocessor, 128..4096 words a chunk.
+
+    Small messages get one-warp chunks of 128 words spread over more programs: under CUDA
+    graphs on 2 x H200 that took 3.45-3.55 us at 4 KiB against 3.65-3.75 us with 256-word
+    chunks (``benchmarks/results/lamport.md``, launch configuration sweep).
+    """
     per = -(-n_words // max(programs, 1))
-    block = 256
+    block = 128
     while block < per and block < 4096:
         block *= 2
     return block, _warps(block)
