@@ -117,8 +117,10 @@ def _problem(module: object, name: str, exc: ast.expr) -> str | None:
     if callable(target):  # a factory: its return annotation names the error class
         hints = typing.get_type_hints(target)
         ret = hints.get("return")
-        if isinstance(ret, type) and issubclass(ret, BaseException):
-            return _check_class(ret, _base_of(module))
+        classes = typing.get_args(ret) or (ret,)  # one class, or a union of them
+        if all(isinstance(c, type) and issubclass(c, BaseException) for c in classes):
+            found = [p for c in classes if (p := _check_class(c, _base_of(module))) is not None]
+            return found[0] if found else None
         return f"factory {dotted} does not declare the error class it returns"
     return f"{dotted} is not an exception class"
 

@@ -249,11 +249,11 @@ def _launch_segments(
 ) -> None:
     """Check the knobs, pick the launch configuration and launch (tables already checked)."""
     if chunk is not None and (type(chunk) is not int or chunk < 256 or chunk & (chunk - 1)):
-        raise InvalidValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
+        raise _knob_error("chunk", chunk, "a power of two >= 256")
     if byte_chunk != BYTE_CHUNK and (
         type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1)
     ):
-        raise InvalidValueError(f"byte_chunk must be a power of two >= 16 (got {byte_chunk!r})")
+        raise _knob_error("byte_chunk", byte_chunk, "a power of two >= 16")
     if _checked.ENABLED:
         check_segments(s[:count], d[:count], z[:count])
     if count == 0:
@@ -268,7 +268,7 @@ def _launch_segments(
     if split is None:
         split = split_factor(count, device, hint, chunk)
     elif type(split) is not int or not 1 <= split <= 65535:
-        raise InvalidValueError(f"split must be an int in [1, 65535] (got {split!r})")
+        raise _knob_error("split", split, "an int in [1, 65535]")
     ss, ds, zs = s.stride(0), d.stride(0), z.stride(0)
     sp, dp, zp = s.data_ptr(), d.data_ptr(), z.data_ptr()
     key = (
@@ -296,6 +296,14 @@ def _launch_segments(
         num_warps,
         (sp, dp, zp, ss, ds, zs, split),
     )
+
+
+def _knob_error(name: str, value: object, rule: str) -> PtrTypeError | InvalidValueError:
+    """The error for a bad launch knob: a PtrTypeError for a non-int (a bool included), an
+    InvalidValueError for an int outside ``rule``."""
+    if type(value) is not int:
+        return PtrTypeError(f"{name} must be {rule} (got {describe(value)})")
+    return InvalidValueError(f"{name} must be {rule} (got {value})")
 
 
 def memmove_kinds(src: object, dst: object, sizes: object, n: int | None = None) -> torch.Tensor:

@@ -16,6 +16,7 @@ from devptr import (
     Column,
     DevicePtr,
     Encoding,
+    InvalidValueError,
     LengthMismatchError,
     PtrBuffer,
     PtrTypeError,
@@ -263,3 +264,27 @@ def test_a_buffer_released_to_its_pool_is_refused_after_a_launch(kernel_device: 
     pool.release(dst)
     with pytest.raises(StaleBufferError):
         batch_memcpy(src, dst, sz)
+
+
+@pytest.mark.parametrize(
+    ("knob", "bad", "error"),
+    [
+        ("chunk", 1024.0, PtrTypeError),
+        ("chunk", True, PtrTypeError),
+        ("chunk", 300, InvalidValueError),
+        ("split", "2", PtrTypeError),
+        ("split", 0, InvalidValueError),
+        ("byte_chunk", 32.0, PtrTypeError),
+        ("byte_chunk", 24, InvalidValueError),
+    ],
+)
+def test_launch_knobs_wrong_type_is_a_type_error(
+    kernel_device: torch.device, knob: str, bad: object, error: type[Exception]
+) -> None:
+    plan = random_plan(5)
+    src_mem, dst_mem = arenas(plan, kernel_device, 5)
+    before = dst_mem.clone()
+    s, d, z = _tables(src_mem, dst_mem, plan.src_offs, plan.dst_offs, plan.sizes, kernel_device)
+    with pytest.raises(error, match=knob):
+        batch_memcpy(s, d, z, **{knob: bad})
+    assert torch.equal(dst_mem, before)  # nothing launched
