@@ -59,15 +59,21 @@ class PtrBufferPool:
 
     def acquire(self, n: int) -> PtrBuffer:
         """A buffer of capacity ``n`` that no other holder has, every entry null."""
-        return self._acquire(n, lambda st: PtrBuffer._over(st, n))
+        return self.acquire_handle(n, lambda st: PtrBuffer._over(st, n))
 
     def release(self, buf: PtrBuffer) -> None:
         """Return ``buf``'s storage to the pool and invalidate the handle."""
-        self._release(buf)
+        self.release_handle(buf)
 
-    # -- for tables built on TableBase over pooled storage (the EC descriptor buffers) --
-    def _acquire(self, rows: int, make: Callable[[Storage], H]) -> H:
-        """A new handle ``make(storage)`` over free storage of at least ``rows`` rows."""
+    # -- for other tables built on TableBase over pooled storage (the EC descriptor buffers) --
+    def acquire_handle(self, rows: int, make: Callable[[Storage], H]) -> H:
+        """A new handle ``make(storage)`` over free storage of at least ``rows`` rows.
+
+        For tables of a layer above the core that keep their words in pooled storage
+        (``devptr.adapters.ec_connector.DescriptorBuffers``): ``make`` wraps the storage
+        (zeroed for its first ``rows`` rows) in a :class:`TableBase` subclass. Release the
+        handle with :meth:`release_handle`.
+        """
         rows = index_value(rows, "n", None)
         with self._lock:
             if self._max is not None and len(self._held) >= self._max:
@@ -88,7 +94,10 @@ class PtrBufferPool:
             self._held[id(handle)] = (handle, storage)
         return handle
 
-    def _release(self, handle: TableBase) -> None:
+    def release_handle(self, handle: TableBase) -> None:
+        """Return a handle's storage to the pool and invalidate the handle (every later use
+        raises :class:`StaleBufferError`); a handle this pool did not hand out, or one
+        already released, is a :class:`StaleBufferError`."""
         with self._lock:
             entry = self._held.get(id(handle))
             if entry is None or entry[0] is not handle:

@@ -351,11 +351,11 @@ class DescriptorBufferPool:
         """Buffers for ``n`` copies that no other holder has."""
         n = index_value(n, "n", None)
         backend, device = self._backend, self._device
-        return self._pool._acquire(3 * n, lambda st: DescriptorBuffers(st, n, backend, device))
+        return self._pool.acquire_handle(3 * n, lambda st: DescriptorBuffers(st, n, backend, device))
 
     def release(self, bufs: DescriptorBuffers) -> None:
         """Return ``bufs`` to the pool and invalidate the handle."""
         if not isinstance(bufs, DescriptorBuffers):
             raise PtrTypeError(f"release() takes DescriptorBuffers (got {describe(bufs)})")
-        self._pool._release(bufs)  # stale or another pool's buffers: StaleBufferError
+        self._pool.release_handle(bufs)  # stale or another pool's buffers: StaleBufferError
         bufs._cols = None
