@@ -9,6 +9,7 @@ app = typer.Typer(
     help="Device pointers as a typed, checked value.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # help texts are plain: "[tool.devptr]" is not markup, lines join
 )
 
 

@@ -55,10 +55,10 @@ def migrate_command(
         typer.Option("--jobs", "-j", min=1, help="Worker processes (default: every core)."),
     ] = None,
 ) -> None:
-    r"""Rewrite device-pointer code onto devptr (libcst codemods from the rule catalogue).
+    """Rewrite device-pointer code onto devptr (libcst codemods from the rule catalogue).
 
     Safe fixes are applied; a site that cannot be fixed safely gets a comment
-    '# TODO\[devptr]: DPxxx <why>' above its statement (continued on '#   ' lines) and a
+    '# TODO[devptr]: DPxxx <why>' above its statement (continued on '#   ' lines) and a
     warning line 'path:line:col: DPxxx <why>' on stderr.
     """
     try:
