@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -108,6 +109,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self._report = False
         self._stmt: ast.stmt | None = None
         self._quiet_nodes: set[int] = set()
+        self._host_classes: dict[int, bool] = {}
 
     # ----------------------------------------------------------------- driver
 
@@ -247,7 +249,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     ))
             if not value.by_name or kind != "table":
                 return
-            value = Val(Kind.ADDR_SEQ, by_name=True)  # a parameter named for addresses
+            value = Val(Kind.ADDR_SEQ, by_name=True, host=scope.host)  # named for addresses
         if kind == "table":
             self._emit(node, table_verdict(value, dtype, ctor), fix)
         else:
@@ -389,7 +391,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if any(r is not None and r.kind is Kind.ADDR and r.checked is None for r in returns):
             ret = Val(Kind.ADDR, host=all(r.host for r in returns if r is not None and r.kind is Kind.ADDR))
         elif any(r is not None and r.kind is Kind.ADDR_SEQ for r in returns):
-            ret = ADDR_SEQ
+            ret = Val(Kind.ADDR_SEQ, host=all(
+                r.host for r in returns if r is not None and r.kind is Kind.ADDR_SEQ
+            ))
         elif any(r is not None and r.kind is Kind.ADDR_ARRAY for r in returns):
             ret = next(r for r in returns if r is not None and r.kind is Kind.ADDR_ARRAY)
         elif any(r is not None and r.kind is Kind.TUPLE and carries_address(r) for r in returns):
@@ -525,7 +529,26 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     attrs.setdefault(stmt.target.id, val)
         inner = scope.child(cls=cls.name)
         inner.summarizing = False
+        if not inner.host:
+            inner.host = self._host_only(cls)
         self._block(cls.body, inner)
+
+    def _host_only(self, cls: ast.ClassDef) -> bool:
+        """Whether *cls* declares itself host-only (its addresses are host addresses).
+
+        A class another class of the module derives from is not: its ``"cpu"`` may be a
+        default that the subclasses override, and its methods run for them too.
+        """
+        known = self._host_classes.get(id(cls))
+        if known is None:
+            last = getattr(cls, "end_lineno", None) or len(self._lines)
+            known = self._hot(syn.HOST_CLASS_TRIGGER, cls.lineno, last) and (
+                syn.declares_host_only(cls, self.names)
+            ) and re.search(
+                rf"^[ \t]*class\s+\w+\s*\([^)]*\b{re.escape(cls.name)}\b", self._source, re.M
+            ) is None
+            self._host_classes[id(cls)] = known
+        return known
 
     def _assign(
         self, target: ast.expr, val: Val | None, value: ast.expr | None, scope: Scope

@@ -15,7 +15,15 @@ from devptr.lint import catalogue as cat
 from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._finding import Fix, FixKind, Span
 from devptr.lint.engine._names import Names
-from devptr.lint.engine._scope import ADDR_SEQ_BY_NAME, CHECKED_I64, CHECKED_U64, Scope, by_name, seq_of
+from devptr.lint.engine._scope import (
+    ADDR_SEQ_BY_NAME,
+    CHECKED_I64,
+    CHECKED_U64,
+    Scope,
+    by_name,
+    on_host,
+    seq_of,
+)
 from devptr.lint.engine._sinks import Verdict, arith_verdict, carries_address, ctypes_verdict
 from devptr.lint.engine._values import (
     ADDR,
@@ -92,12 +100,15 @@ class ExpressionEvaluator:
         if node is None:
             return None
         if isinstance(node, ast.Call):
-            return self._call(node, scope)
+            val = self._call(node, scope)
+            return on_host(val) if scope.host else val
         if isinstance(node, ast.Name):
             found = scope.env.get(node.id)
-            return found if found is not None or node.id in scope.env else by_name(node.id)
+            val = found if found is not None or node.id in scope.env else by_name(node.id)
+            return on_host(val) if scope.host else val
         if isinstance(node, ast.Attribute):
-            return self._attribute(node, scope)
+            val = self._attribute(node, scope)
+            return on_host(val) if scope.host else val
         if isinstance(node, ast.BinOp):
             return self._binop(node, scope)
         if isinstance(node, ast.Subscript):
@@ -506,10 +517,11 @@ class ExpressionEvaluator:
         return Val(Kind.ARRAY, lib=lib, dtype=dt, host=host)
 
     def _host_tensor(self, node: ast.Call) -> bool:
+        """Whether an allocation is in host memory (``pin_memory=True``, ``device="cpu"``)."""
         pin = syn.kwarg(node, "pin_memory")
         if isinstance(pin, ast.Constant) and pin.value is True:
             return True
-        return False
+        return syn.is_host_device(syn.kwarg(node, "device"), self.names)
 
     def _struct_twos(self, node: ast.Call) -> bool:
         if len(node.args) != 2 or not isinstance(node.args[1], ast.Call):

@@ -166,6 +166,91 @@ def is_platform_test(node: ast.AST) -> bool:
     return False
 
 
+def is_host_device(node: ast.AST | None, names: Names) -> bool:
+    """Whether *node* spells a host device: ``"cpu"``, ``"cpu:0"``, ``torch.device("cpu")``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.lower().partition(":")[0] in cat.HOST_DEVICE_TYPES
+    if isinstance(node, ast.Call) and names.qual(node.func) == cat.DEVICE_CONSTRUCTOR:
+        spelled = node.args[0] if node.args else kwarg(node, "type")
+        return isinstance(spelled, ast.Constant) and is_host_device(spelled, names)
+    return False
+
+
+def _mentions_device_memory(node: ast.AST, names: Names) -> bool:
+    """Whether *node* names an accelerator or a device-address source (``"cuda:0"``,
+    ``x.cuda()``, ``torch.xpu``, ``cupy``, ``buffer_ptrs``, ``create_shared_buffer``)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and (
+            node.value.lower().partition(":")[0] in cat.ACCELERATOR_DEVICE_TYPES
+        )
+    if isinstance(node, ast.Attribute):
+        attr = node.attr
+        return (
+            attr in cat.ACCELERATOR_DEVICE_TYPES or attr in cat.PEER_POINTER_ATTRS
+            or attr == cat.CUDA_ARRAY_INTERFACE or attr in cat.ADDRESS_FUNCTION_SUFFIXES
+        )
+    if isinstance(node, ast.Name):
+        if node.id in cat.ADDRESS_FUNCTION_SUFFIXES:
+            return True
+        name = names.qual(node)
+        return name is not None and name.partition(".")[0] in cat.ACCELERATOR_MODULES and (
+            names.is_imported(node.id)
+        )
+    return False
+
+
+def _device_attribute(target: ast.AST) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and (
+        target.value.id in ("self", "cls")
+    ) and target.attr.strip("_") in cat.DEVICE_ATTRIBUTES
+
+
+def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
+    """Whether *cls* declares that its tensors live in host memory.
+
+    True when the class binds a device attribute (``device_type = "cpu"`` in its body,
+    ``self.device = torch.device("cpu")`` in a method; see
+    :data:`~devptr.lint.catalogue.DEVICE_ATTRIBUTES`) at least once, binds every one only
+    to a host device spelling, and mentions no accelerator or device-address source
+    anywhere (no ``"cuda"``, ``.cuda()``, ``torch.xpu``, cuda-python, ``buffer_ptrs``...).
+    A parameter, ``get_device(...)`` or any other value bound to a device attribute makes
+    it False: the class may then hold device memory.
+    """
+    bound = False
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id.strip("_") in cat.DEVICE_ATTRIBUTES:
+                    if stmt.value is None:
+                        continue
+                    if not is_host_device(stmt.value, names):
+                        return False
+                    bound = True
+    for node in ast.walk(cls):
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if _device_attribute(t):
+                    if node.value is None:
+                        continue
+                    if isinstance(node, ast.AugAssign) or not is_host_device(node.value, names):
+                        return False
+                    bound = True
+                elif isinstance(t, ast.Tuple | ast.List) and any(
+                    _device_attribute(e.value if isinstance(e, ast.Starred) else e)
+                    for e in t.elts
+                ):
+                    return False  # self.device, x = ...: not a literal binding
+        elif _mentions_device_memory(node, names):
+            return False
+    return bound
+
+
+HOST_CLASS_TRIGGER: Final = ("'cpu", '"cpu')
+"""Lowercase text a class needs before :func:`declares_host_only` walks it."""
+
+
 FUNCTION_TRIGGER: Final = (
     "ptr", "uint64", "addr", "**6", "** 6", "<<6", "<< 6", "c_int64", "c_longlong",
     "c_uint64", "c_void_p", "struct.", "deviceptr", "__cuda_array_interface__", "cudamalloc",
