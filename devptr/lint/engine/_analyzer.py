@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._annotations import annotation_val
@@ -46,6 +47,12 @@ from devptr.lint.rules import Rule
 
 if TYPE_CHECKING:
     from devptr.lint.engine._project import ProjectIndex
+
+
+_INERT_STATEMENTS: Final = frozenset({
+    ast.Import, ast.ImportFrom, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal,
+})
+"""Statements without expressions to evaluate."""
 
 
 class Emitted:
@@ -90,15 +97,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self.names = Names(tree, module, is_package=is_package)
         self._lines = source.splitlines()
         self._source = source
-        starts = [0]
-        pos = source.find("\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = source.find("\n", pos + 1)
-        self._line_starts = starts
-        """Offsets where each line starts (line n starts at ``starts[n - 1]``)."""
+        self._line_starts: list[int] | None = None
+        """Offsets where each line starts (line n starts at ``starts[n - 1]``); computed
+        on the first token scan."""
         self._hot_lines: dict[tuple[str, ...], list[int]] = {}
-        self._lower = source.lower()
+        self._lower: str | None = None
         self._suppressions: dict[int, frozenset[str]] | None = None
         self._tainted: tuple[str, ...] | None = None
         self.emitted: dict[tuple[int, int, Rule], Emitted] = {}
@@ -160,6 +163,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
         """
         lines = self._hot_lines.get(tokens)
         if lines is None:
+            if self._lower is None or self._line_starts is None:
+                self._lower = self._source.lower()
+                self._line_starts = [0, *itertools.accumulate(
+                    len(line) + 1 for line in self._source.split("\n")
+                )][:-1]
             text = self._lower
             starts = self._line_starts
             found: set[int] = set()
@@ -420,6 +428,15 @@ class ModuleAnalyzer(ExpressionEvaluator):
             self._exec(stmt, scope)
 
     def _exec(self, stmt: ast.stmt, scope: Scope) -> None:
+        if isinstance(stmt, ast.Expr):
+            outer, self._stmt = self._stmt, stmt
+            try:
+                self.eval(stmt.value, scope)
+            finally:
+                self._stmt = outer
+            return
+        if type(stmt) in _INERT_STATEMENTS:
+            return  # nothing evaluated in them (their children are not expressions)
         outer, self._stmt = self._stmt, stmt
         try:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -53,6 +53,8 @@ class ExpressionEvaluator:
 
     names: Names
     functions: dict[str, Summary]
+    _evaluated: tuple[ast.Call, list[Val | None], list[Val | None]] | None = None
+    """The call whose arguments :meth:`_args` evaluated last, with their values."""
     class_attrs: dict[str, dict[str, Val]]
     _quiet_nodes: set[int]
 
@@ -97,14 +99,17 @@ class ExpressionEvaluator:
 
     def eval(self, node: ast.expr | None, scope: Scope) -> Val | None:
         """Abstract value of *node*; reports violations found inside it."""
-        if node is None:
+        # most frequent first: the evaluator's hottest lines
+        if isinstance(node, ast.Name):
+            env = scope.env
+            val = env.get(node.id)
+            if val is None and node.id not in env:
+                val = by_name(node.id)
+            return on_host(val) if scope.host else val
+        if node is None or isinstance(node, ast.Constant):
             return None
         if isinstance(node, ast.Call):
             val = self._call(node, scope)
-            return on_host(val) if scope.host else val
-        if isinstance(node, ast.Name):
-            found = scope.env.get(node.id)
-            val = found if found is not None or node.id in scope.env else by_name(node.id)
             return on_host(val) if scope.host else val
         if isinstance(node, ast.Attribute):
             val = self._attribute(node, scope)
@@ -113,6 +118,14 @@ class ExpressionEvaluator:
             return self._binop(node, scope)
         if isinstance(node, ast.Subscript):
             return self._subscript(node, scope)
+        if isinstance(node, ast.Compare):
+            self.eval(node.left, scope)
+            for cmp in node.comparators:
+                self.eval(cmp, scope)
+            return None
+        if isinstance(node, ast.UnaryOp):
+            self.eval(node.operand, scope)
+            return None
         if isinstance(node, ast.IfExp):
             return self._ifexp(node, scope)
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
@@ -182,9 +195,10 @@ class ExpressionEvaluator:
     # ---------------------------------------------------------------- attributes
 
     def _attribute(self, node: ast.Attribute, scope: Scope) -> Val | None:
-        dt = syn.literal_dtype(node, self.names)
-        if dt is not None and dt is not DType.OTHER:
-            return Val(Kind.DTYPE, dtype=dt)
+        if node.attr in syn.DTYPE_ATTRS:
+            dt = syn.literal_dtype(node, self.names)
+            if dt is not None and dt is not DType.OTHER:
+                return Val(Kind.DTYPE, dtype=dt)
         if self._is_self(node.value) and scope.cls is not None:
             known = self.class_attrs.get(scope.cls, {}).get(node.attr)
             return known if known is not None else by_name(node.attr)
@@ -362,9 +376,24 @@ class ExpressionEvaluator:
     # --------------------------------------------------------------------- calls
 
     def _args(self, node: ast.Call, scope: Scope) -> list[Val | None]:
-        vals = [self.eval(a, scope) for a in node.args]
-        for kw in node.keywords:
-            self.eval(kw.value, scope)
+        """Values of the positional arguments (keywords are evaluated too)."""
+        return self._args_kw(node, scope)[0]
+
+    def _args_kw(
+        self, node: ast.Call, scope: Scope
+    ) -> tuple[list[Val | None], list[Val | None]]:
+        """Values of the positional and of the keyword arguments."""
+        return [self.eval(a, scope) for a in node.args], [
+            self.eval(kw.value, scope) for kw in node.keywords
+        ]
+
+    def _evaluated_args(
+        self, node: ast.Call, scope: Scope
+    ) -> list[Val | None]:
+        """:meth:`_args`, remembered for :meth:`_call` (which then evaluates nothing twice
+        when :meth:`_method_call` falls through to it)."""
+        vals, kws = self._args_kw(node, scope)
+        self._evaluated = (node, vals, kws)
         return vals
 
     def _dtype_of(self, node: ast.expr | None, scope: Scope) -> DType | None:
@@ -385,15 +414,24 @@ class ExpressionEvaluator:
 
     def _call(self, node: ast.Call, scope: Scope) -> Val | None:
         func = node.func
+        done: tuple[ast.Call, list[Val | None], list[Val | None]] | None = None
         if isinstance(func, ast.Attribute):
+            self._evaluated = None
             method = self._method_call(node, func, scope)
             if method is not None:
                 return method
+            done, self._evaluated = self._evaluated, None
         name = self.names.qual(func)
-        vals = self._args(node, scope)
-        if name is None:
-            self.eval(func, scope)
-            return self._ctypes_array(node, func, vals, scope)
+        if done is not None and done[0] is node:
+            # _method_call evaluated the receiver and the arguments of this very call
+            _, vals, kws = done
+            if name is None:
+                return self._ctypes_array(node, func, vals, scope)
+        else:
+            vals, kws = self._args_kw(node, scope)
+            if name is None:
+                self.eval(func, scope)
+                return self._ctypes_array(node, func, vals, scope)
         base = name.rpartition(".")[2]
         if name in cat.DEVPTR_CONSTRUCTORS or name == "DevicePtr" or name.endswith(
             ("DevicePtr.of", "DevicePtr.from_signed")
@@ -465,7 +503,7 @@ class ExpressionEvaluator:
         if summary is not None:
             return self._call_summary(node, summary, vals, scope, name)
         if any(carries_address(v) or is_param(v) for v in vals) or any(
-            carries_address(self.eval(kw.value, scope)) for kw in node.keywords
+            carries_address(v) for v in kws
         ):
             self._note_unresolved(name)
         dt = self._dtype_of(syn.kwarg(node, "dtype"), scope)
@@ -620,7 +658,7 @@ class ExpressionEvaluator:
         if self._is_self(func.value) and scope.cls is not None:
             summary = self.functions.get(f"{scope.cls}.{attr}")
             if summary is not None:
-                vals = self._args(node, scope)
+                vals = self._evaluated_args(node, scope)
                 return self._call_summary(node, summary, vals, scope, attr, method=True)
             attr_val = self.class_attrs.get(scope.cls, {}).get(attr)
             if attr_val is not None and attr_val.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC):
@@ -636,7 +674,7 @@ class ExpressionEvaluator:
         ):
             return None  # a module's function (torch.tensor, utils.make_table): _call resolves it
         recv = self.eval(func.value, scope)
-        vals = self._args(node, scope)
+        vals = self._evaluated_args(node, scope)
         if attr in ("append", "insert", "extend", "add", "appendleft") and vals:
             arg = vals[-1]
             if attr == "extend":

@@ -47,6 +47,15 @@ def last_name(node: ast.AST) -> str | None:
         return None
 
 
+DTYPE_ATTRS: Final = frozenset(
+    {name.rpartition(".")[2] for name in cat.U64_DTYPES | cat.I64_DTYPES}
+    | {"torch_dtype", "numpy_dtype"}
+)
+"""Last names of the attribute spellings :func:`literal_dtype` finds a 64-bit integer
+dtype in (``torch.int64``, ``N.uintp``, ``Encoding.U64.torch_dtype``): any other attribute
+is not one, whatever its head."""
+
+
 def literal_dtype(node: ast.AST, names: Names) -> DType | None:
     """The dtype class of a dtype spelling (``torch.uint64``, ``"int64"``, ``N.intp``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
