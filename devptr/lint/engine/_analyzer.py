@@ -397,7 +397,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         returns = scope.returns
         ret: Val | None = None
         if any(r is not None and r.kind is Kind.ADDR and r.checked is None for r in returns):
-            ret = Val(Kind.ADDR, host=all(r.host for r in returns if r is not None and r.kind is Kind.ADDR))
+            addrs = [r for r in returns if r is not None and r.kind is Kind.ADDR]
+            ret = Val(Kind.ADDR, host=all(r.host for r in addrs),
+                      by_name=all(r.by_name for r in addrs))
         elif any(r is not None and r.kind is Kind.ADDR_SEQ for r in returns):
             ret = Val(Kind.ADDR_SEQ, host=all(
                 r.host for r in returns if r is not None and r.kind is Kind.ADDR_SEQ

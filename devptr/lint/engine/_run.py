@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -169,7 +171,8 @@ def _run_job(job: _Job) -> _Done:
 
 
 def _run_chunk(jobs: list[_Job]) -> list[_Done]:
-    return [_run_job(j) for j in jobs]
+    with _fewer_collections():  # also in workers that were not forked (spawn)
+        return [_run_job(j) for j in jobs]
 
 
 def _summarize_job(job: _Job) -> tuple[str, dict[str, Summary]]:
@@ -273,7 +276,34 @@ def analyze_paths(
     return _analyze_files(paths_, rules, jobs, on_progress)
 
 
+_GC_GEN0: Final = 100_000
+"""Allocations between young-generation collections while a tree is analyzed (CPython's
+default is 700). Parsing and the abstract evaluation allocate millions of short-lived
+objects that reference counting frees; with the default, a fifth of the time went into
+collections that found nothing."""
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Raise the cyclic collector's young-generation threshold for the block (restored
+    after it; worker processes forked inside it inherit it)."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(old[0], _GC_GEN0), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def _analyze_files(
+    paths: list[str], rules: frozenset[Rule] | None, jobs: int,
+    on_progress: Callable[[int], None] | None,
+) -> list[FileResult]:
+    with _fewer_collections():
+        return _analyze_tree(paths, rules, jobs, on_progress)
+
+
+def _analyze_tree(
     paths: list[str], rules: frozenset[Rule] | None, jobs: int,
     on_progress: Callable[[int], None] | None,
 ) -> list[FileResult]:
