@@ -28,6 +28,7 @@ class ModuleNamer:
 
     def __init__(self) -> None:
         self._prefix: dict[Path, tuple[str, ...]] = {}
+        self._real: dict[Path, Path] = {}
 
     def _package(self, folder: Path) -> tuple[str, ...]:
         known = self._prefix.get(folder)
@@ -43,9 +44,17 @@ class ModuleNamer:
 
     def __call__(self, path: Path) -> tuple[str, bool]:
         """``(dotted name, is a package __init__)`` of the module at *path*."""
-        path = path.resolve() if not path.is_absolute() else path
+        if path.is_absolute():
+            folder = path.parent
+        elif path.is_symlink():
+            path = path.resolve()
+            folder = path.parent
+        else:  # resolve each folder once, not each file
+            folder = self._real.get(path.parent) or self._real.setdefault(
+                path.parent, path.parent.resolve()
+            )
         is_package = path.name == "__init__.py"
-        parts = self._package(path.parent)
+        parts = self._package(folder)
         return ".".join(parts if is_package else (*parts, path.stem)), is_package
 
 
