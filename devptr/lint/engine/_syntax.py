@@ -214,6 +214,21 @@ def _device_attribute(target: ast.AST) -> bool:
     ) and target.attr.strip("_") in cat.DEVICE_ATTRIBUTES
 
 
+def _all_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of *body* and of every block, function and class nested in it."""
+    stack = [body]
+    while stack:
+        for stmt in stack.pop():
+            yield stmt
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, field, None)
+                if block:
+                    stack.append(block)
+            for group in ("handlers", "cases"):
+                for item in getattr(stmt, group, None) or ():
+                    stack.append(item.body)
+
+
 def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
     """Whether *cls* declares that its tensors live in host memory.
 
@@ -236,14 +251,14 @@ def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
                     if not is_host_device(stmt.value, names):
                         return False
                     bound = True
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for stmt in _all_statements(cls.body):  # statements only: cheap
+        if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for t in targets:
                 if _device_attribute(t):
-                    if node.value is None:
+                    if stmt.value is None:
                         continue
-                    if isinstance(node, ast.AugAssign) or not is_host_device(node.value, names):
+                    if isinstance(stmt, ast.AugAssign) or not is_host_device(stmt.value, names):
                         return False
                     bound = True
                 elif isinstance(t, ast.Tuple | ast.List) and any(
@@ -251,9 +266,7 @@ def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
                     for e in t.elts
                 ):
                     return False  # self.device, x = ...: not a literal binding
-        elif _mentions_device_memory(node, names):
-            return False
-    return bound
+    return bound and not any(_mentions_device_memory(node, names) for node in ast.walk(cls))
 
 
 HOST_CLASS_TRIGGER: Final = ("'cpu", '"cpu')
