@@ -401,9 +401,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
             ret = Val(Kind.ADDR, host=all(r.host for r in addrs),
                       by_name=all(r.by_name for r in addrs))
         elif any(r is not None and r.kind is Kind.ADDR_SEQ for r in returns):
-            ret = Val(Kind.ADDR_SEQ, host=all(
-                r.host for r in returns if r is not None and r.kind is Kind.ADDR_SEQ
-            ))
+            seqs = [r for r in returns if r is not None and r.kind is Kind.ADDR_SEQ]
+            ret = Val(Kind.ADDR_SEQ, host=all(r.host for r in seqs),
+                      by_name=all(r.by_name for r in seqs))
         elif any(r is not None and r.kind is Kind.ADDR_ARRAY for r in returns):
             ret = next(r for r in returns if r is not None and r.kind is Kind.ADDR_ARRAY)
         elif any(r is not None and r.kind is Kind.TUPLE and carries_address(r) for r in returns):
@@ -532,7 +532,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
             summary.params or summary.sinks
         ) and summary.returns.kind in (Kind.ADDR, Kind.ADDR_SEQ):
             scope.env[fn.name] = Val(
-                Kind.ADDR_FUNC if summary.returns.kind is Kind.ADDR else Kind.ADDR_SEQ_FUNC
+                Kind.ADDR_FUNC if summary.returns.kind is Kind.ADDR else Kind.ADDR_SEQ_FUNC,
+                by_name=summary.returns.by_name, host=summary.returns.host,
             )
 
     def _class(self, cls: ast.ClassDef, scope: Scope) -> None:

@@ -48,6 +48,12 @@ HOST_ADDR: Final = Val(Kind.ADDR, host=True)
 DEVICE_ADDR_PAIR: Final = Val(Kind.TUPLE, items=(None, ADDR))
 
 
+def _called(fn: Val) -> Val:
+    """The value a call of an address function (``ADDR_FUNC``/``ADDR_SEQ_FUNC``) gives."""
+    return Val(Kind.ADDR if fn.kind is Kind.ADDR_FUNC else Kind.ADDR_SEQ, by_name=fn.by_name,
+               host=fn.host)
+
+
 class ExpressionEvaluator:
     """Evaluate expressions to :class:`~devptr.lint.engine._values.Val` and report inside them."""
 
@@ -162,10 +168,9 @@ class ExpressionEvaluator:
             for arg in node.args.args:
                 inner.env.pop(arg.arg, None)
             body = self.eval(node.body, inner)
-            if is_addr(body):
-                return Val(Kind.ADDR_FUNC)
-            if body is not None and body.kind is Kind.ADDR_SEQ:
-                return Val(Kind.ADDR_SEQ_FUNC)
+            if body is not None and body.kind in (Kind.ADDR, Kind.ADDR_SEQ):
+                return Val(Kind.ADDR_FUNC if body.kind is Kind.ADDR else Kind.ADDR_SEQ_FUNC,
+                           by_name=body.by_name, host=body.host)
             return None
         if isinstance(node, ast.Starred | ast.Await):
             return self.eval(node.value, scope)
@@ -496,7 +501,7 @@ class ExpressionEvaluator:
             return Val(Kind.ADDR_SEQ, checked=DType.I64)
         local = scope.env.get(name) if isinstance(func, ast.Name) else None
         if local is not None and local.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC):
-            return ADDR if local.kind is Kind.ADDR_FUNC else ADDR_SEQ
+            return _called(local)
         summary = self.functions.get(name) if isinstance(func, ast.Name) else None
         if summary is None:
             summary = self._external_summary(name)
@@ -663,7 +668,7 @@ class ExpressionEvaluator:
             attr_val = self.class_attrs.get(scope.cls, {}).get(attr)
             if attr_val is not None and attr_val.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC):
                 self._args(node, scope)
-                return ADDR if attr_val.kind is Kind.ADDR_FUNC else ADDR_SEQ
+                return _called(attr_val)
         root = func.value
         while isinstance(root, ast.Attribute):
             root = root.value
