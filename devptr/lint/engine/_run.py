@@ -328,21 +328,27 @@ def _analyze_tree(
         }
         done_modules = {d.module for d in done if d.result.parsed}
         by_module = {m: i for i, (m, _) in enumerate(modules)}
-        for mod in sorted(wanted - done_modules):
-            i = by_module[mod]
-            module, functions = _summarize_job(first[i])
+        summarize = [first[by_module[mod]] for mod in sorted(wanted - done_modules)]
+        summaries = (
+            pool.map(_summarize_job, summarize, chunksize=max(1, len(summarize) // (jobs * 4)))
+            if pool is not None and len(summarize) >= 16 else map(_summarize_job, summarize)
+        )
+        for module, functions in summaries:
             if module:
                 index.add(module, functions)
         if not len(index):
             return [d.result for d in done]
         spellings = _Spellings(index.source_spellings())
+        unparsed = [i for i, d in enumerate(done) if not d.result.parsed and d.result.error is None]
+        mentions = dict(zip(unparsed, spellings.mentioned([paths[i] for i in unparsed], pool, jobs),
+                            strict=True))
         again: list[int] = []
         for i, d in enumerate(done):
             if d.result.error is not None:
                 continue
             if d.result.parsed and not any(index.lookup(n) for n in d.unresolved):
                 continue
-            if not d.result.parsed and not spellings.mentioned_in(paths[i]):
+            if not d.result.parsed and not mentions[i]:
                 continue
             again.append(i)
         second = _map([attrs.evolve(first[i], project=index, force=True) for i in again], jobs,
@@ -367,6 +373,20 @@ class _Spellings:
             (name, sorted(words), re.compile(rf"\b{re.escape(name)}\b"))
             for name, words in sorted(spellings.items())
         ]
+
+    def mentioned(self, paths: list[str], pool: ProcessPoolExecutor | None,
+                  jobs: int) -> list[bool]:
+        """:meth:`mentioned_in` for each of *paths* (in the worker processes of *pool*)."""
+        if not self._names or not paths:
+            return [False] * len(paths)
+        if pool is None or len(paths) < 256:
+            return [self.mentioned_in(p) for p in paths]
+        size = max(64, len(paths) // (jobs * 4))
+        chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
+        return [hit for part in pool.map(self._mentioned_chunk, chunks) for hit in part]
+
+    def _mentioned_chunk(self, paths: list[str]) -> list[bool]:
+        return [self.mentioned_in(p) for p in paths]
 
     def mentioned_in(self, path: str) -> bool:
         """Whether the file at *path* spells one of the functions (False if unreadable)."""
