@@ -145,10 +145,13 @@ REVIEWED: dict[tuple[str, int, str], tuple[bool, str]] = {
         True, "torch.tensor(get_group_data_ptrs(...), dtype=int64) (TRT-LLM connector)"),
     ("lmcache/v1/multiprocess/modules/blend/retrieve.py", 470, "DP002"): (
         True, "np.asarray([[buf.data_ptr() ...]], dtype=np.int64) of device staging buffers"),
-    ("lmcache/v1/platform/devices/cpu/cache_context.py", 137, "DP002"): (
-        False, "CPU platform: the KV caches are host tensors (addresses < 2**47)"),
-    ("lmcache/v1/platform/devices/cpu/cache_context.py", 148, "DP002"): (
-        False, "CPU platform: the KV caches are host tensors (addresses < 2**47)"),
+    # LMCache 0.5.6, --select ALL (host and convention findings)
+    ("lmcache/v1/platform/devices/cpu/cache_context.py", 137, "DP008"): (
+        True, "CPU platform (class declares device_type='cpu'): host KV-cache pointers, "
+              "int64 cannot overflow"),
+    ("lmcache/v1/platform/devices/cpu/cache_context.py", 148, "DP008"): (
+        True, "CPU platform (class declares device_type='cpu'): host KV-cache pointers, "
+              "int64 cannot overflow"),
     ("lmcache/v1/platform/devices/musa/cache_context.py", 360, "DP002"): (
         True, "torch.tensor(ptrs, dtype=int64) of MUSA KV cache pointers"),
     ("lmcache/v1/platform/devices/npu/cache_context.py", 341, "DP002"): (
@@ -206,7 +209,18 @@ def wheel_tree(name: str) -> Path:
     return dest
 
 
-def _run_check(tree: Path, pkg: str, jobs: int, *extra: str) -> tuple[float, float, dict[str, Any]]:
+@dataclass(frozen=True)
+class Run:
+    """One ``devptr check`` subprocess: seconds and its JSON report."""
+
+    wall: float
+    cpu: float
+    """user + sys of every process it ran (workers included)."""
+    user: float
+    report: dict[str, Any]
+
+
+def _run_check(tree: Path, pkg: str, jobs: int, *extra: str) -> Run:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
@@ -219,8 +233,8 @@ def _run_check(tree: Path, pkg: str, jobs: int, *extra: str) -> tuple[float, flo
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"devptr check failed ({proc.returncode}): {proc.stderr}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, json.loads(proc.stdout)
+    user = after.ru_utime - before.ru_utime
+    return Run(wall, user + after.ru_stime - before.ru_stime, user, json.loads(proc.stdout))
 
 
 def _located(report: dict[str, Any]) -> list[tuple[str, int, str]]:
@@ -261,17 +275,19 @@ def main() -> None:
         tree = vllm_source_tree() if name == "vllm" else wheel_tree(name)
         n_files = sum(1 for _ in (tree / name).rglob("*.py"))
         runs = [_run_check(tree, name, args.jobs) for _ in range(args.repeat)]
-        walls = [w for w, _, _ in runs]
-        cpus = [c for _, c, _ in runs]
-        _, one_cpu, _ = _run_check(tree, name, 1)
+        walls = [r.wall for r in runs]
+        cpus = [r.cpu for r in runs]
+        one = _run_check(tree, name, 1)
+        one_cpu, one_user = one.cpu, one.user
         start_cpu = _run_check(tree, "__init__.py" if (tree / "__init__.py").exists()
-                               else f"{name}/__init__.py", 1)[1]
-        report = runs[-1][2]
+                               else f"{name}/__init__.py", 1).cpu
+        report = runs[-1].report
         print(f"## {name} ({n_files} .py files)\n")
         print(f"- `devptr check {name} --format json --jobs {args.jobs}`, {args.repeat} runs: "
               f"wall median {statistics.median(walls):.2f} s (min {min(walls):.2f} s), "
               f"CPU (user+sys) median {statistics.median(cpus):.2f} s")
-        print(f"- one process (`--jobs 1`): CPU {one_cpu:.2f} s, of which start-up (checking "
+        print(f"- one process (`--jobs 1`): CPU {one_cpu:.2f} s (user {one_user:.2f} s), of "
+              f"which start-up (checking "
               f"one file) {start_cpu:.2f} s: {n_files / max(one_cpu - start_cpu, 1e-9):.0f} "
               "files per CPU-second")
         print(f"- load average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
@@ -279,7 +295,7 @@ def main() -> None:
         located = _located(report)
         print(f"Default rules: {dict(sorted(Counter(c for _, _, c in located).items()))}\n")
         if name == "vllm":
-            every = _located(_run_check(tree, name, args.jobs, "--select", "ALL")[2])
+            every = _located(_run_check(tree, name, args.jobs, "--select", "ALL").report)
             _inventory(every)
         else:
             _review(name, located)

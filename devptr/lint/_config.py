@@ -57,13 +57,15 @@ class Config:
 
     def is_excluded(self, path: Path) -> bool:
         """Whether *path* matches an exclude pattern (or a default one like ``.git``)."""
+        parts = set(path.parts)
+        if parts.intersection(DEFAULT_EXCLUDE):
+            return True
+        if not self.exclude:
+            return False
         try:
             rel = path.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
             rel = path.as_posix()
-        parts = set(path.parts)
-        if parts.intersection(DEFAULT_EXCLUDE):
-            return True
         for pattern in self.exclude:
             pat = pattern.rstrip("/")
             if fnmatch.fnmatch(rel, pat) or fnmatch.fnmatch(rel, pat + "/*"):

@@ -111,6 +111,28 @@ HOST_MEMORY_HINTS: Final = frozenset(
 """Calls whose buffers are host memory: a ``data_ptr()`` of a tensor built on them (or a
 ``pin_memory()`` tensor, or ``device="cpu"``) is a host address."""
 
+HOST_DEVICE_TYPES: Final = frozenset({"cpu"})
+"""torch device types whose memory is host memory: ``device="cpu"``, ``torch.device("cpu")``
+(a tensor allocated there, or a class whose device attributes are bound only to it, holds
+host addresses)."""
+
+ACCELERATOR_DEVICE_TYPES: Final = frozenset(
+    {"cuda", "xpu", "npu", "musa", "hip", "mps", "hpu", "mlu", "xla", "mtia"}
+)
+"""torch device types with their own memory: a class mentioning one (``"cuda:0"``,
+``x.cuda()``, ``torch.xpu``) does not declare itself host-only."""
+
+ACCELERATOR_MODULES: Final = frozenset({"cupy", "cuda", "pycuda", "torch_npu", "torch_musa"})
+"""Top-level modules of accelerator runtimes (cuda-python, CuPy, PyCUDA, vendor torch
+extensions): using one is a mention of device memory."""
+
+DEVICE_CONSTRUCTOR: Final = "torch.device"
+"""``torch.device("cpu")``: a device spelled as an object."""
+
+DEVICE_ATTRIBUTES: Final = frozenset({"device", "device_type"})
+"""Attribute names (leading/trailing underscores ignored: ``self.device_``, ``_device``)
+through which a class declares the device its tensors live on."""
+
 # -------------------------------------------------------------------------- table sinks
 
 TABLE_CONSTRUCTORS: Final = frozenset(

@@ -119,6 +119,44 @@ def test_helper_summaries_across_modules(tmp_path: Path) -> None:
     assert all("make_ptr_table()" in f.message for r in results for f in r.findings)
 
 
+def test_source_helpers_of_other_modules_reach_files_without_sources(tmp_path: Path) -> None:
+    """A module with no address source of its own is analyzed again when it imports a
+    helper of the tree that returns addresses: by ``from mod import f``, through the
+    module (``from pkg import mod``, ``import pkg.mod``) and from a package ``__init__``."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "def init_gather(ts):\n    return [t.data_ptr() for t in ts]\n"
+    )
+    (pkg / "caches.py").write_text(
+        "def gather(ts):\n    return [t.data_ptr() for t in ts]\n"
+    )
+    table = "torch.tensor({}, dtype=torch.int64)\n"
+    (pkg / "a.py").write_text("import torch\nfrom pkg.caches import gather\n"
+                              + table.format("gather(xs)"))
+    (pkg / "b.py").write_text("import torch\nfrom pkg import caches\n"
+                              + table.format("caches.gather(xs)"))
+    (pkg / "c.py").write_text("import torch\nimport pkg.caches\n"
+                              + table.format("pkg.caches.gather(xs)"))
+    (pkg / "d.py").write_text("import torch\nfrom pkg import init_gather\n"
+                              + table.format("init_gather(xs)"))
+    (pkg / "e.py").write_text("import torch\nfrom other import gather\n"
+                              + table.format("gather(xs)"))  # not the tree's helper
+    results = analyze_paths([tmp_path])
+    found = sorted((Path(f.path).name, f.line, f.code) for r in results for f in r.findings)
+    assert found == [(name, 3, "DP002") for name in ("a.py", "b.py", "c.py", "d.py")]
+
+
+def test_an_address_by_name_stays_one_through_a_helper() -> None:
+    """A helper returning a value only named like an address (``CONFIG.base_ptr``) gives
+    its callers an address by name: not stored into unknown containers as a finding, where
+    the same helper returning ``data_ptr()`` is one."""
+    named = "def base():\n    return CONFIG.base_ptr\nptr_table[:] = [base()]\n"
+    real = "def base():\n    return CONFIG.data_ptr()\nptr_table[:] = [base()]\n"
+    assert codes(named) == []
+    assert codes(real) == [(3, "DP001")]
+
+
 def test_spans_are_character_columns_of_the_expression() -> None:
     src = "import torch\ntable = torch.zeros(2, dtype=torch.int64)\nname = 'é'; table[0] = x.data_ptr()\n"
     (found,) = analyze_source(src)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import ast
 import bisect
+import itertools
+import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._annotations import annotation_val
@@ -45,6 +47,12 @@ from devptr.lint.rules import Rule
 
 if TYPE_CHECKING:
     from devptr.lint.engine._project import ProjectIndex
+
+
+_INERT_STATEMENTS: Final = frozenset({
+    ast.Import, ast.ImportFrom, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal,
+})
+"""Statements without expressions to evaluate."""
 
 
 class Emitted:
@@ -89,15 +97,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self.names = Names(tree, module, is_package=is_package)
         self._lines = source.splitlines()
         self._source = source
-        starts = [0]
-        pos = source.find("\n")
-        while pos != -1:
-            starts.append(pos + 1)
-            pos = source.find("\n", pos + 1)
-        self._line_starts = starts
-        """Offsets where each line starts (line n starts at ``starts[n - 1]``)."""
+        self._line_starts: list[int] | None = None
+        """Offsets where each line starts (line n starts at ``starts[n - 1]``); computed
+        on the first token scan."""
         self._hot_lines: dict[tuple[str, ...], list[int]] = {}
-        self._lower = source.lower()
+        self._lower: str | None = None
         self._suppressions: dict[int, frozenset[str]] | None = None
         self._tainted: tuple[str, ...] | None = None
         self.emitted: dict[tuple[int, int, Rule], Emitted] = {}
@@ -108,6 +112,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self._report = False
         self._stmt: ast.stmt | None = None
         self._quiet_nodes: set[int] = set()
+        self._host_classes: dict[int, bool] = {}
 
     # ----------------------------------------------------------------- driver
 
@@ -158,6 +163,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
         """
         lines = self._hot_lines.get(tokens)
         if lines is None:
+            if self._lower is None or self._line_starts is None:
+                self._lower = self._source.lower()
+                self._line_starts = [0, *itertools.accumulate(
+                    len(line) + 1 for line in self._source.split("\n")
+                )][:-1]
             text = self._lower
             starts = self._line_starts
             found: set[int] = set()
@@ -247,7 +257,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     ))
             if not value.by_name or kind != "table":
                 return
-            value = Val(Kind.ADDR_SEQ, by_name=True)  # a parameter named for addresses
+            value = Val(Kind.ADDR_SEQ, by_name=True, host=scope.host)  # named for addresses
         if kind == "table":
             self._emit(node, table_verdict(value, dtype, ctor), fix)
         else:
@@ -387,9 +397,13 @@ class ModuleAnalyzer(ExpressionEvaluator):
         returns = scope.returns
         ret: Val | None = None
         if any(r is not None and r.kind is Kind.ADDR and r.checked is None for r in returns):
-            ret = Val(Kind.ADDR, host=all(r.host for r in returns if r is not None and r.kind is Kind.ADDR))
+            addrs = [r for r in returns if r is not None and r.kind is Kind.ADDR]
+            ret = Val(Kind.ADDR, host=all(r.host for r in addrs),
+                      by_name=all(r.by_name for r in addrs))
         elif any(r is not None and r.kind is Kind.ADDR_SEQ for r in returns):
-            ret = ADDR_SEQ
+            seqs = [r for r in returns if r is not None and r.kind is Kind.ADDR_SEQ]
+            ret = Val(Kind.ADDR_SEQ, host=all(r.host for r in seqs),
+                      by_name=all(r.by_name for r in seqs))
         elif any(r is not None and r.kind is Kind.ADDR_ARRAY for r in returns):
             ret = next(r for r in returns if r is not None and r.kind is Kind.ADDR_ARRAY)
         elif any(r is not None and r.kind is Kind.TUPLE and carries_address(r) for r in returns):
@@ -416,6 +430,15 @@ class ModuleAnalyzer(ExpressionEvaluator):
             self._exec(stmt, scope)
 
     def _exec(self, stmt: ast.stmt, scope: Scope) -> None:
+        if isinstance(stmt, ast.Expr):
+            outer, self._stmt = self._stmt, stmt
+            try:
+                self.eval(stmt.value, scope)
+            finally:
+                self._stmt = outer
+            return
+        if type(stmt) in _INERT_STATEMENTS:
+            return  # nothing evaluated in them (their children are not expressions)
         outer, self._stmt = self._stmt, stmt
         try:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -509,7 +532,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
             summary.params or summary.sinks
         ) and summary.returns.kind in (Kind.ADDR, Kind.ADDR_SEQ):
             scope.env[fn.name] = Val(
-                Kind.ADDR_FUNC if summary.returns.kind is Kind.ADDR else Kind.ADDR_SEQ_FUNC
+                Kind.ADDR_FUNC if summary.returns.kind is Kind.ADDR else Kind.ADDR_SEQ_FUNC,
+                by_name=summary.returns.by_name, host=summary.returns.host,
             )
 
     def _class(self, cls: ast.ClassDef, scope: Scope) -> None:
@@ -525,7 +549,26 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     attrs.setdefault(stmt.target.id, val)
         inner = scope.child(cls=cls.name)
         inner.summarizing = False
+        if not inner.host:
+            inner.host = self._host_only(cls)
         self._block(cls.body, inner)
+
+    def _host_only(self, cls: ast.ClassDef) -> bool:
+        """Whether *cls* declares itself host-only (its addresses are host addresses).
+
+        A class another class of the module derives from is not: its ``"cpu"`` may be a
+        default that the subclasses override, and its methods run for them too.
+        """
+        known = self._host_classes.get(id(cls))
+        if known is None:
+            last = getattr(cls, "end_lineno", None) or len(self._lines)
+            known = self._hot(syn.HOST_CLASS_TRIGGER, cls.lineno, last) and (
+                syn.declares_host_only(cls, self.names)
+            ) and re.search(
+                rf"^[ \t]*class\s+\w+\s*\([^)]*\b{re.escape(cls.name)}\b", self._source, re.M
+            ) is None
+            self._host_classes[id(cls)] = known
+        return known
 
     def _assign(
         self, target: ast.expr, val: Val | None, value: ast.expr | None, scope: Scope

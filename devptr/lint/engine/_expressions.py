@@ -15,7 +15,15 @@ from devptr.lint import catalogue as cat
 from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._finding import Fix, FixKind, Span
 from devptr.lint.engine._names import Names
-from devptr.lint.engine._scope import ADDR_SEQ_BY_NAME, CHECKED_I64, CHECKED_U64, Scope, by_name, seq_of
+from devptr.lint.engine._scope import (
+    ADDR_SEQ_BY_NAME,
+    CHECKED_I64,
+    CHECKED_U64,
+    Scope,
+    by_name,
+    on_host,
+    seq_of,
+)
 from devptr.lint.engine._sinks import Verdict, arith_verdict, carries_address, ctypes_verdict
 from devptr.lint.engine._values import (
     ADDR,
@@ -40,11 +48,19 @@ HOST_ADDR: Final = Val(Kind.ADDR, host=True)
 DEVICE_ADDR_PAIR: Final = Val(Kind.TUPLE, items=(None, ADDR))
 
 
+def _called(fn: Val) -> Val:
+    """The value a call of an address function (``ADDR_FUNC``/``ADDR_SEQ_FUNC``) gives."""
+    return Val(Kind.ADDR if fn.kind is Kind.ADDR_FUNC else Kind.ADDR_SEQ, by_name=fn.by_name,
+               host=fn.host)
+
+
 class ExpressionEvaluator:
     """Evaluate expressions to :class:`~devptr.lint.engine._values.Val` and report inside them."""
 
     names: Names
     functions: dict[str, Summary]
+    _evaluated: tuple[ast.Call, list[Val | None], list[Val | None]] | None = None
+    """The call whose arguments :meth:`_args` evaluated last, with their values."""
     class_attrs: dict[str, dict[str, Val]]
     _quiet_nodes: set[int]
 
@@ -89,19 +105,33 @@ class ExpressionEvaluator:
 
     def eval(self, node: ast.expr | None, scope: Scope) -> Val | None:
         """Abstract value of *node*; reports violations found inside it."""
-        if node is None:
+        # most frequent first: the evaluator's hottest lines
+        if isinstance(node, ast.Name):
+            env = scope.env
+            val = env.get(node.id)
+            if val is None and node.id not in env:
+                val = by_name(node.id)
+            return on_host(val) if scope.host else val
+        if node is None or isinstance(node, ast.Constant):
             return None
         if isinstance(node, ast.Call):
-            return self._call(node, scope)
-        if isinstance(node, ast.Name):
-            found = scope.env.get(node.id)
-            return found if found is not None or node.id in scope.env else by_name(node.id)
+            val = self._call(node, scope)
+            return on_host(val) if scope.host else val
         if isinstance(node, ast.Attribute):
-            return self._attribute(node, scope)
+            val = self._attribute(node, scope)
+            return on_host(val) if scope.host else val
         if isinstance(node, ast.BinOp):
             return self._binop(node, scope)
         if isinstance(node, ast.Subscript):
             return self._subscript(node, scope)
+        if isinstance(node, ast.Compare):
+            self.eval(node.left, scope)
+            for cmp in node.comparators:
+                self.eval(cmp, scope)
+            return None
+        if isinstance(node, ast.UnaryOp):
+            self.eval(node.operand, scope)
+            return None
         if isinstance(node, ast.IfExp):
             return self._ifexp(node, scope)
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
@@ -138,10 +168,9 @@ class ExpressionEvaluator:
             for arg in node.args.args:
                 inner.env.pop(arg.arg, None)
             body = self.eval(node.body, inner)
-            if is_addr(body):
-                return Val(Kind.ADDR_FUNC)
-            if body is not None and body.kind is Kind.ADDR_SEQ:
-                return Val(Kind.ADDR_SEQ_FUNC)
+            if body is not None and body.kind in (Kind.ADDR, Kind.ADDR_SEQ):
+                return Val(Kind.ADDR_FUNC if body.kind is Kind.ADDR else Kind.ADDR_SEQ_FUNC,
+                           by_name=body.by_name, host=body.host)
             return None
         if isinstance(node, ast.Starred | ast.Await):
             return self.eval(node.value, scope)
@@ -171,9 +200,10 @@ class ExpressionEvaluator:
     # ---------------------------------------------------------------- attributes
 
     def _attribute(self, node: ast.Attribute, scope: Scope) -> Val | None:
-        dt = syn.literal_dtype(node, self.names)
-        if dt is not None and dt is not DType.OTHER:
-            return Val(Kind.DTYPE, dtype=dt)
+        if node.attr in syn.DTYPE_ATTRS:
+            dt = syn.literal_dtype(node, self.names)
+            if dt is not None and dt is not DType.OTHER:
+                return Val(Kind.DTYPE, dtype=dt)
         if self._is_self(node.value) and scope.cls is not None:
             known = self.class_attrs.get(scope.cls, {}).get(node.attr)
             return known if known is not None else by_name(node.attr)
@@ -351,9 +381,24 @@ class ExpressionEvaluator:
     # --------------------------------------------------------------------- calls
 
     def _args(self, node: ast.Call, scope: Scope) -> list[Val | None]:
-        vals = [self.eval(a, scope) for a in node.args]
-        for kw in node.keywords:
-            self.eval(kw.value, scope)
+        """Values of the positional arguments (keywords are evaluated too)."""
+        return self._args_kw(node, scope)[0]
+
+    def _args_kw(
+        self, node: ast.Call, scope: Scope
+    ) -> tuple[list[Val | None], list[Val | None]]:
+        """Values of the positional and of the keyword arguments."""
+        return [self.eval(a, scope) for a in node.args], [
+            self.eval(kw.value, scope) for kw in node.keywords
+        ]
+
+    def _evaluated_args(
+        self, node: ast.Call, scope: Scope
+    ) -> list[Val | None]:
+        """:meth:`_args`, remembered for :meth:`_call` (which then evaluates nothing twice
+        when :meth:`_method_call` falls through to it)."""
+        vals, kws = self._args_kw(node, scope)
+        self._evaluated = (node, vals, kws)
         return vals
 
     def _dtype_of(self, node: ast.expr | None, scope: Scope) -> DType | None:
@@ -374,15 +419,24 @@ class ExpressionEvaluator:
 
     def _call(self, node: ast.Call, scope: Scope) -> Val | None:
         func = node.func
+        done: tuple[ast.Call, list[Val | None], list[Val | None]] | None = None
         if isinstance(func, ast.Attribute):
+            self._evaluated = None
             method = self._method_call(node, func, scope)
             if method is not None:
                 return method
+            done, self._evaluated = self._evaluated, None
         name = self.names.qual(func)
-        vals = self._args(node, scope)
-        if name is None:
-            self.eval(func, scope)
-            return self._ctypes_array(node, func, vals, scope)
+        if done is not None and done[0] is node:
+            # _method_call evaluated the receiver and the arguments of this very call
+            _, vals, kws = done
+            if name is None:
+                return self._ctypes_array(node, func, vals, scope)
+        else:
+            vals, kws = self._args_kw(node, scope)
+            if name is None:
+                self.eval(func, scope)
+                return self._ctypes_array(node, func, vals, scope)
         base = name.rpartition(".")[2]
         if name in cat.DEVPTR_CONSTRUCTORS or name == "DevicePtr" or name.endswith(
             ("DevicePtr.of", "DevicePtr.from_signed")
@@ -447,14 +501,14 @@ class ExpressionEvaluator:
             return Val(Kind.ADDR_SEQ, checked=DType.I64)
         local = scope.env.get(name) if isinstance(func, ast.Name) else None
         if local is not None and local.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC):
-            return ADDR if local.kind is Kind.ADDR_FUNC else ADDR_SEQ
+            return _called(local)
         summary = self.functions.get(name) if isinstance(func, ast.Name) else None
         if summary is None:
             summary = self._external_summary(name)
         if summary is not None:
             return self._call_summary(node, summary, vals, scope, name)
         if any(carries_address(v) or is_param(v) for v in vals) or any(
-            carries_address(self.eval(kw.value, scope)) for kw in node.keywords
+            carries_address(v) for v in kws
         ):
             self._note_unresolved(name)
         dt = self._dtype_of(syn.kwarg(node, "dtype"), scope)
@@ -506,10 +560,11 @@ class ExpressionEvaluator:
         return Val(Kind.ARRAY, lib=lib, dtype=dt, host=host)
 
     def _host_tensor(self, node: ast.Call) -> bool:
+        """Whether an allocation is in host memory (``pin_memory=True``, ``device="cpu"``)."""
         pin = syn.kwarg(node, "pin_memory")
         if isinstance(pin, ast.Constant) and pin.value is True:
             return True
-        return False
+        return syn.is_host_device(syn.kwarg(node, "device"), self.names)
 
     def _struct_twos(self, node: ast.Call) -> bool:
         if len(node.args) != 2 or not isinstance(node.args[1], ast.Call):
@@ -608,12 +663,12 @@ class ExpressionEvaluator:
         if self._is_self(func.value) and scope.cls is not None:
             summary = self.functions.get(f"{scope.cls}.{attr}")
             if summary is not None:
-                vals = self._args(node, scope)
+                vals = self._evaluated_args(node, scope)
                 return self._call_summary(node, summary, vals, scope, attr, method=True)
             attr_val = self.class_attrs.get(scope.cls, {}).get(attr)
             if attr_val is not None and attr_val.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC):
                 self._args(node, scope)
-                return ADDR if attr_val.kind is Kind.ADDR_FUNC else ADDR_SEQ
+                return _called(attr_val)
         root = func.value
         while isinstance(root, ast.Attribute):
             root = root.value
@@ -624,7 +679,7 @@ class ExpressionEvaluator:
         ):
             return None  # a module's function (torch.tensor, utils.make_table): _call resolves it
         recv = self.eval(func.value, scope)
-        vals = self._args(node, scope)
+        vals = self._evaluated_args(node, scope)
         if attr in ("append", "insert", "extend", "add", "appendleft") and vals:
             arg = vals[-1]
             if attr == "extend":

@@ -9,27 +9,41 @@ are still understood.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from typing import Final
 
 _CONVENTIONAL: Final = {"np": "numpy", "numpy": "numpy", "torch": "torch", "ctypes": "ctypes",
                         "array": "array", "struct": "struct", "mmap": "mmap"}
 
 
-def _imports(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Import statements of *body*, nested blocks included (statements only: cheap)."""
-    for stmt in body:
-        if isinstance(stmt, ast.Import | ast.ImportFrom):
-            yield stmt
-            continue
-        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-            block = getattr(stmt, field, None)
-            if isinstance(block, list) and block:
-                if field in ("handlers", "cases"):
-                    for item in block:
-                        yield from _imports(item.body)
-                else:
-                    yield from _imports(block)
+_BLOCKS: Final = ("body", "orelse", "finalbody")
+
+
+def _imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements of *body*, nested blocks included (statements only: cheap), in
+    the order they appear."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    stack: list[list[ast.stmt]] = [body]
+    while stack:
+        block = stack.pop()
+        for i, stmt in enumerate(block):
+            if isinstance(stmt, ast.Import | ast.ImportFrom):
+                found.append(stmt)
+                continue
+            nested: list[list[ast.stmt]] = []
+            for field in _BLOCKS:
+                inner = getattr(stmt, field, None)
+                if inner:
+                    nested.append(inner)
+            for group in ("handlers", "cases"):
+                items = getattr(stmt, group, None)
+                if items:
+                    nested.extend(item.body for item in items)
+            if nested:
+                # finish this block after the nested ones, depth first as written
+                stack.append(block[i + 1:])
+                stack.extend(reversed(nested))
+                break
+    return found
 
 
 class Names:

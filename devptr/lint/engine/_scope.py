@@ -6,6 +6,8 @@ import functools
 from collections.abc import Iterable
 from typing import Final
 
+import attrs
+
 from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._sinks import carries_address
 from devptr.lint.engine._values import DType, Kind, Val
@@ -31,12 +33,17 @@ class Scope:
         self.returns: list[Val | None] = []
         self.sinks: list[object] = []
         self.summarizing = False
+        self.host = False
+        """Inside a class that declares itself host-only (see
+        :func:`~devptr.lint.engine._syntax.declares_host_only`): every address is a host
+        address."""
 
     def child(self, cls: str | None = None) -> Scope:
         """A nested scope seeing a copy of this one's names (same summary collectors)."""
         inner = Scope(dict(self.env), cls if cls is not None else self.cls)
         inner.sinks = self.sinks
         inner.summarizing = self.summarizing
+        inner.host = self.host
         return inner
 
 
@@ -82,6 +89,17 @@ def holds_addr(v: Val | None) -> bool:
     return v is not None and (
         v.kind in (Kind.ADDR_FUNC, Kind.ADDR_SEQ_FUNC) or (carries_address(v) and not v.by_name)
     )
+
+
+def on_host(v: Val | None) -> Val | None:
+    """*v* with every address in it marked as a host address."""
+    if v is None or v.host:
+        return v
+    if v.kind in (Kind.ADDR, Kind.ADDR_SEQ, Kind.ADDR_ARRAY):
+        return attrs.evolve(v, host=True)
+    if v.kind is Kind.TUPLE and carries_address(v):
+        return attrs.evolve(v, items=tuple(on_host(i) for i in v.items))
+    return v
 
 
 @functools.lru_cache(maxsize=4096)

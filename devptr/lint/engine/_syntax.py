@@ -47,6 +47,15 @@ def last_name(node: ast.AST) -> str | None:
         return None
 
 
+DTYPE_ATTRS: Final = frozenset(
+    {name.rpartition(".")[2] for name in cat.U64_DTYPES | cat.I64_DTYPES}
+    | {"torch_dtype", "numpy_dtype"}
+)
+"""Last names of the attribute spellings :func:`literal_dtype` finds a 64-bit integer
+dtype in (``torch.int64``, ``N.uintp``, ``Encoding.U64.torch_dtype``): any other attribute
+is not one, whatever its head."""
+
+
 def literal_dtype(node: ast.AST, names: Names) -> DType | None:
     """The dtype class of a dtype spelling (``torch.uint64``, ``"int64"``, ``N.intp``)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -164,6 +173,104 @@ def is_platform_test(node: ast.AST) -> bool:
         if text is not None and PLATFORM_RE.search(text):
             return True
     return False
+
+
+def is_host_device(node: ast.AST | None, names: Names) -> bool:
+    """Whether *node* spells a host device: ``"cpu"``, ``"cpu:0"``, ``torch.device("cpu")``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.lower().partition(":")[0] in cat.HOST_DEVICE_TYPES
+    if isinstance(node, ast.Call) and names.qual(node.func) == cat.DEVICE_CONSTRUCTOR:
+        spelled = node.args[0] if node.args else kwarg(node, "type")
+        return isinstance(spelled, ast.Constant) and is_host_device(spelled, names)
+    return False
+
+
+def _mentions_device_memory(node: ast.AST, names: Names) -> bool:
+    """Whether *node* names an accelerator or a device-address source (``"cuda:0"``,
+    ``x.cuda()``, ``torch.xpu``, ``cupy``, ``buffer_ptrs``, ``create_shared_buffer``)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and (
+            node.value.lower().partition(":")[0] in cat.ACCELERATOR_DEVICE_TYPES
+        )
+    if isinstance(node, ast.Attribute):
+        attr = node.attr
+        return (
+            attr in cat.ACCELERATOR_DEVICE_TYPES or attr in cat.PEER_POINTER_ATTRS
+            or attr == cat.CUDA_ARRAY_INTERFACE or attr in cat.ADDRESS_FUNCTION_SUFFIXES
+        )
+    if isinstance(node, ast.Name):
+        if node.id in cat.ADDRESS_FUNCTION_SUFFIXES:
+            return True
+        name = names.qual(node)
+        return name is not None and name.partition(".")[0] in cat.ACCELERATOR_MODULES and (
+            names.is_imported(node.id)
+        )
+    return False
+
+
+def _device_attribute(target: ast.AST) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and (
+        target.value.id in ("self", "cls")
+    ) and target.attr.strip("_") in cat.DEVICE_ATTRIBUTES
+
+
+def _all_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of *body* and of every block, function and class nested in it."""
+    stack = [body]
+    while stack:
+        for stmt in stack.pop():
+            yield stmt
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(stmt, field, None)
+                if block:
+                    stack.append(block)
+            for group in ("handlers", "cases"):
+                for item in getattr(stmt, group, None) or ():
+                    stack.append(item.body)
+
+
+def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
+    """Whether *cls* declares that its tensors live in host memory.
+
+    True when the class binds a device attribute (``device_type = "cpu"`` in its body,
+    ``self.device = torch.device("cpu")`` in a method; see
+    :data:`~devptr.lint.catalogue.DEVICE_ATTRIBUTES`) at least once, binds every one only
+    to a host device spelling, and mentions no accelerator or device-address source
+    anywhere (no ``"cuda"``, ``.cuda()``, ``torch.xpu``, cuda-python, ``buffer_ptrs``...).
+    A parameter, ``get_device(...)`` or any other value bound to a device attribute makes
+    it False: the class may then hold device memory.
+    """
+    bound = False
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id.strip("_") in cat.DEVICE_ATTRIBUTES:
+                    if stmt.value is None:
+                        continue
+                    if not is_host_device(stmt.value, names):
+                        return False
+                    bound = True
+    for stmt in _all_statements(cls.body):  # statements only: cheap
+        if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if _device_attribute(t):
+                    if stmt.value is None:
+                        continue
+                    if isinstance(stmt, ast.AugAssign) or not is_host_device(stmt.value, names):
+                        return False
+                    bound = True
+                elif isinstance(t, ast.Tuple | ast.List) and any(
+                    _device_attribute(e.value if isinstance(e, ast.Starred) else e)
+                    for e in t.elts
+                ):
+                    return False  # self.device, x = ...: not a literal binding
+    return bound and not any(_mentions_device_memory(node, names) for node in ast.walk(cls))
+
+
+HOST_CLASS_TRIGGER: Final = ("'cpu", '"cpu')
+"""Lowercase text a class needs before :func:`declares_host_only` walks it."""
 
 
 FUNCTION_TRIGGER: Final = (

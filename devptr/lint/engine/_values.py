@@ -159,10 +159,10 @@ class Summary:
 
     @property
     def source(self) -> bool:
-        """Whether calling it yields addresses whatever the arguments."""
+        """Whether calling it yields addresses (not only named so) whatever the arguments."""
         return self.returns is not None and self.returns.kind in (
             Kind.ADDR, Kind.ADDR_SEQ, Kind.ADDR_ARRAY
-        )
+        ) and not self.returns.by_name
 
     @property
     def interesting(self) -> bool:
