@@ -13,7 +13,7 @@ from typing import Final
 
 from devptr.lint import catalogue as cat
 from devptr.lint.engine import _syntax as syn
-from devptr.lint.engine._finding import Fix, FixKind, Span
+from devptr.lint.engine._finding import Fix, Span
 from devptr.lint.engine._names import Names
 from devptr.lint.engine._scope import ADDR_SEQ_BY_NAME, CHECKED_I64, CHECKED_U64, Scope, by_name, seq_of
 from devptr.lint.engine._sinks import Verdict, arith_verdict, carries_address, ctypes_verdict
@@ -78,7 +78,11 @@ class ExpressionEvaluator:
     def _note_unresolved(self, name: str) -> None:
         raise NotImplementedError
 
-    def _twos_fix(self, operand: ast.expr, val: Val | None) -> Fix:
+    def _twos_fix(self, operand: ast.expr, val: Val | None, helper: ast.expr | None = None) -> Fix:
+        raise NotImplementedError
+
+    def _dtype_branch_fix(self, node: ast.AST, test: ast.expr, uint64: ast.expr | None,
+                          uint64_first: bool, target: ast.expr | None = None) -> Fix | None:
         raise NotImplementedError
 
     def _table_fix(self, node: ast.Call, ctor: str, data_node: ast.expr | None,
@@ -248,10 +252,10 @@ class ExpressionEvaluator:
             return self._twos(node, operand, scope, "x - 2**64 if x >= 2**63 else x")
         dts = {syn.literal_dtype(node.body, self.names), syn.literal_dtype(node.orelse, self.names)}
         if dts == {DType.U64, DType.I64} and syn.is_platform_test(node.test):
+            uint64_first = syn.literal_dtype(node.body, self.names) is DType.U64
             self._emit(node, (Rule.DP005, "per-platform pointer dtype (uint64 vs int64 branch)"),
-                       Fix(FixKind.DTYPE_BRANCH, "unsafe", (("value", self._span(node)),),
-                           "encoding_for() raises for device types it does not know, where "
-                           "the branch gave int64"))
+                       self._dtype_branch_fix(node, node.test, node.body if uint64_first
+                                              else node.orelse, uint64_first))
             return Val(Kind.DTYPE, dtype=DType.BRANCH)
         for v in (body, orelse):
             if v is not None and v.kind in (Kind.ADDR, Kind.ADDR_SEQ, Kind.DEVPTR, Kind.PARAM):
@@ -287,8 +291,8 @@ class ExpressionEvaluator:
             and id(node) not in self._quiet_nodes
             and (is_addr(left) or syn.names_an_address(node.left))
         ):
-            self._emit(node, (Rule.DP004, "two's complement of a device address by hand (+/- 2**64)"),
-                       self._twos_fix(node.left, left))
+            self._emit(node, (Rule.DP004, "two's complement of a device address by hand (+/- 2**64)"))
+            # no fix: `x - 2**64` alone is half a spelling (its guard is elsewhere)
             return CHECKED_I64
         if isinstance(node.op, ast.Mult) and isinstance(node.left, ast.List):
             return left
