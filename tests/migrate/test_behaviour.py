@@ -41,11 +41,11 @@ def _forms(
     """
     before = textwrap.dedent(before)
     if unsafe_fixes:
-        held = migrate_source(before, rules=[rule], filename="pattern.py", engine=False)
+        held = migrate_source(before, rules=[rule], filename="pattern.py")
         assert not held.rewrites and held.todos == {rule: 1}, held.warnings
         assert "unsafe fix not applied" in held.new
     outcome = migrate_source(
-        before, rules=[rule], filename="pattern.py", unsafe_fixes=unsafe_fixes, engine=False
+        before, rules=[rule], filename="pattern.py", unsafe_fixes=unsafe_fixes
     )
     assert outcome.changed, "the codemod must rewrite this pattern"
     assert not outcome.todos, outcome.warnings

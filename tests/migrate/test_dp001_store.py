@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from _migrate_support import TwiceCodemodTest
 
-from devptr.migrate import StoreCodemod
+from devptr.lint.rules import Rule
 
 
 class TestStoreRewrites(TwiceCodemodTest):
-    TRANSFORM = StoreCodemod
+    RULE = Rule.DP001
 
     def test_scalar_store_into_numpy_alias(self) -> None:
         before = """

@@ -6,11 +6,10 @@ from __future__ import annotations
 from _migrate_support import TwiceCodemodTest
 
 from devptr.lint.rules import Rule
-from devptr.migrate import TableCodemod
 
 
 class TestTableRewrites(TwiceCodemodTest):
-    TRANSFORM = TableCodemod
+    RULE = Rule.DP002
 
     def test_int64_comprehension_keeps_int64(self) -> None:
         before = """
@@ -121,7 +120,7 @@ class TestTableRewrites(TwiceCodemodTest):
 class TestTableSafety(TwiceCodemodTest):
     """The comprehension collapse keeps iterating what the comprehension iterated."""
 
-    TRANSFORM = TableCodemod
+    RULE = Rule.DP002
 
     def test_collapse_to_the_list_only_when_it_is_a_list(self) -> None:
         before = """

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from _migrate_support import TwiceCodemodTest
 
-from devptr.migrate import ArithmeticCodemod
+from devptr.lint.rules import Rule
 
 
 class TestArithmeticRewrites(TwiceCodemodTest):
-    TRANSFORM = ArithmeticCodemod
+    RULE = Rule.DP003
 
     def test_named_uint64_base(self) -> None:
         before = """

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from _migrate_support import TwiceCodemodTest
 
-from devptr.migrate import TwosComplementCodemod
+from devptr.lint.rules import Rule
 
 
 class TestTwosComplementRewrites(TwiceCodemodTest):
-    TRANSFORM = TwosComplementCodemod
+    RULE = Rule.DP004
 
     def test_nested_helper_calls_rewritten_and_helper_removed(self) -> None:
         before = """

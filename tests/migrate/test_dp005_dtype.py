@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from _migrate_support import TwiceCodemodTest
 
-from devptr.migrate import PlatformDtypeCodemod
+from devptr.lint.rules import Rule
 
 
 class TestPlatformDtypeRewrites(TwiceCodemodTest):
-    TRANSFORM = PlatformDtypeCodemod
+    RULE = Rule.DP005
 
     def test_module_constant(self) -> None:
         before = """

@@ -58,7 +58,7 @@ def test_module_without_engine_findings_is_left_alone() -> None:
     for unsafe in (False, True):
         assert not migrate_source(UNTYPED, filename="m.py", unsafe_fixes=unsafe).changed
     # the codemods alone would rewrite it (an unsafe fix: the container is not proven)
-    alone = migrate_source(UNTYPED, filename="m.py", unsafe_fixes=True, engine=False)
+    alone = migrate_source(UNTYPED, filename="m.py", unsafe_fixes=True)
     assert alone.unsafe == {Rule.DP001: 1}
 
 

@@ -25,7 +25,7 @@ def _migrate(code: str, **options: Any) -> Outcome:
     """The codemods' own safety judgement (``engine=False``); ``test_engine_gate.py`` adds
     the engine's, which can only make a fix less safe."""
     return migrate_source(
-        textwrap.dedent(code), filename="case.py", mark_findings=False, engine=False, **options
+        textwrap.dedent(code), filename="case.py", mark_findings=False, **options
     )
 
 

@@ -301,15 +301,17 @@ class ModuleAnalyzer(ExpressionEvaluator):
                        "the value is an address only by its name")
         return Fix(FixKind.STORE, "safe", spans)
 
-    def _twos_fix(self, operand: ast.expr, val: Val | None, helper: ast.expr | None = None) -> Fix:
+    def _twos_fix(self, operand: ast.expr, val: Val | None, helper: ast.expr | None = None,
+                  *, encoder: bool = False) -> Fix:
         spans = [("value", self._span(operand)), *self._owner_spans(operand)]
         if helper is not None:
             spans.append(("helper", self._span(helper)))
+        facts = (("encoder", "ctypes"),) if encoder else ()
         if val is not None and val.kind is Kind.ADDR and not val.by_name and val.checked is None:
-            return Fix(FixKind.TWOS, "safe", tuple(spans))
+            return Fix(FixKind.TWOS, "safe", tuple(spans), facts=facts)
         return Fix(FixKind.TWOS, "unsafe", tuple(spans),
                    "DevicePtr(x) raises for values outside [0, 2**64) that the hand-written "
-                   "form passed through; x is not known to come from data_ptr()")
+                   "form passed through; x is not known to come from data_ptr()", facts)
 
     def _table_fix(self, node: ast.Call, ctor: str, data_node: ast.expr | None,
                    dtype_node: ast.expr | None, data: Val | None) -> Fix | None:

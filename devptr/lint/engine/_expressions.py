@@ -78,7 +78,8 @@ class ExpressionEvaluator:
     def _note_unresolved(self, name: str) -> None:
         raise NotImplementedError
 
-    def _twos_fix(self, operand: ast.expr, val: Val | None, helper: ast.expr | None = None) -> Fix:
+    def _twos_fix(self, operand: ast.expr, val: Val | None, helper: ast.expr | None = None,
+                  *, encoder: bool = False) -> Fix:
         raise NotImplementedError
 
     def _dtype_branch_fix(self, node: ast.AST, test: ast.expr, uint64: ast.expr | None,
@@ -422,7 +423,7 @@ class ExpressionEvaluator:
             return vals[0]
         if name in cat.SIGNED_ENCODERS and vals and is_addr(vals[0]):
             self._emit(node, (Rule.DP004, "two's complement of a device address through "
-                                          f"{name}"))
+                                          f"{name}"), self._twos_fix(node.args[0], vals[0], encoder=True))
             return CHECKED_I64  # ctypes.c_int64(p).value: the int64 encoding
         if name == "ctypes.cast" and len(node.args) == 2:
             target = node.args[1]

@@ -49,7 +49,8 @@ class FixKind(enum.Enum):
     TWOS = "twos"
     """A hand-written two's complement -> ``DevicePtr(x).signed``; spans: ``value`` (x),
     ``owner`` (``X`` when x is ``X.data_ptr()``), ``helper`` (the called function, when the
-    spelling is a call of a two's-complement helper)."""
+    spelling is a call of a two's-complement helper). Fact ``encoder``: ``"ctypes"`` when
+    the finding is the call ``ctypes.c_int64(x)`` (whose ``.value`` is the spelling)."""
 
     DTYPE_BRANCH = "dtype-branch"
     """``torch.uint64 if is_xpu() else torch.int64`` -> ``encoding_for(...).torch_dtype``;
