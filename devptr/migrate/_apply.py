@@ -26,7 +26,7 @@ from libcst.codemod.visitors import RemoveImportsVisitor
 
 from devptr.lint.engine import Finding, FixKind
 from devptr.lint.rules import Rule
-from devptr.migrate import dp001_store, dp002_table, dp004_twos, dp005_dtype
+from devptr.migrate import dp001_store, dp002_table, dp003_arith, dp004_twos, dp005_dtype
 from devptr.migrate._base import CSTNodeT, MigrateStats, Note, Options, has_todo, with_todos
 from devptr.migrate._edit import Builder, Edit
 from devptr.migrate._spans import SpanIndex
@@ -34,10 +34,12 @@ from devptr.migrate._spans import SpanIndex
 BUILDERS: Final[dict[FixKind, Builder]] = {
     FixKind.STORE: dp001_store.build,
     FixKind.TABLE: dp002_table.build,
+    FixKind.ADDRESSES: dp003_arith.build,
     FixKind.TWOS: dp004_twos.build,
     FixKind.DTYPE_BRANCH: dp005_dtype.build,
 }
-"""The rewrite of each fix kind the codemod applies (FILL and ADDRESSES have none yet)."""
+"""The rewrite of each fix kind the codemod applies (FILL has none yet: its findings get
+TODOs)."""
 
 
 def apply_findings(

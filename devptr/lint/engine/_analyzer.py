@@ -341,6 +341,26 @@ class ModuleAnalyzer(ExpressionEvaluator):
         facts = (("encoding", "U64" if dt is DType.U64 else "I64"),)
         return Fix(FixKind.TABLE, "unsafe" if reason else "safe", tuple(spans), reason, facts)
 
+    def _addresses_fix(self, node: ast.BinOp, addr_left: bool, scope: Scope) -> Fix | None:
+        """The fix of ``addr + idx * stride`` (``idx`` a numpy array): ``devptr.addresses``."""
+        base, other = (node.left, node.right) if addr_left else (node.right, node.left)
+        index, stride = other, None
+        if isinstance(other, ast.BinOp) and isinstance(other.op, ast.Mult):
+            for i, s in ((other.left, other.right), (other.right, other.left)):
+                v = self.eval(i, scope)
+                if v is not None and v.kind in (Kind.ARRAY, Kind.ADDR_ARRAY) and v.lib is Lib.NUMPY:
+                    index, stride = i, s
+                    break
+            else:
+                return None
+        spans = [("base", self._span(base)), ("index", self._span(index)),
+                 *self._owner_spans(base)]
+        if stride is not None:
+            spans.append(("stride", self._span(stride)))
+        return Fix(FixKind.ADDRESSES, "unsafe", tuple(spans),
+                   "devptr.addresses needs a non-negative integer index, raises where numpy "
+                   "wrapped past 2**64 and returns uint64 where this gave int64")
+
     def _dtype_branch_fix(self, node: ast.AST, test: ast.expr, uint64: ast.expr | None,
                           uint64_first: bool, target: ast.expr | None = None) -> Fix | None:
         """The fix of a per-platform dtype branch whose test is an XPU test of known shape."""

@@ -86,6 +86,9 @@ class ExpressionEvaluator:
                           uint64_first: bool, target: ast.expr | None = None) -> Fix | None:
         raise NotImplementedError
 
+    def _addresses_fix(self, node: ast.BinOp, addr_left: bool, scope: Scope) -> Fix | None:
+        raise NotImplementedError
+
     def _table_fix(self, node: ast.Call, ctor: str, data_node: ast.expr | None,
                    dtype_node: ast.expr | None, data: Val | None) -> Fix | None:
         raise NotImplementedError
@@ -305,7 +308,11 @@ class ExpressionEvaluator:
         for a, b in ((left, right), (right, left)):
             if is_addr(a) and is_arrayish(b):
                 assert a is not None and b is not None
-                self._emit(node, arith_verdict(a, b))
+                verdict = arith_verdict(a, b)
+                fix = None
+                if verdict is not None and verdict[0] is Rule.DP003 and isinstance(node.op, ast.Add):
+                    fix = self._addresses_fix(node, a is left, scope)
+                self._emit(node, verdict, fix)
                 return Val(Kind.ADDR_ARRAY, lib=b.lib, dtype=b.dtype, host=a.host)
         if is_addr(left) or is_addr(right):
             if isinstance(node.op, ast.Sub) and is_addr(left) and is_addr(right):

@@ -62,7 +62,9 @@ class FixKind(enum.Enum):
 
     ADDRESSES = "addresses"
     """``base + idx * stride`` on arrays -> ``devptr.addresses(base, idx, stride)``; spans:
-    ``value`` (the whole expression)."""
+    ``base`` (the address), ``index`` (the numpy array), ``stride`` (absent for
+    ``base + idx``), and ``owner`` for each ``X.data_ptr()`` call in the base. Always
+    unsafe."""
 
 
 Safety = Literal["safe", "unsafe"]
