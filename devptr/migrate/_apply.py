@@ -53,9 +53,15 @@ def apply_findings(
     edits: dict[int, tuple[Edit, Finding, bool]] = {}
     taken: list[tuple[int, int, int, int]] = []
     todos: dict[int, list[Note]] = defaultdict(list)
-    for finding in sorted(findings, key=lambda f: (f.line, f.col, f.code)):
-        why = _plan(finding, options, index, edits, taken)
-        if why is None:
+    planned = [
+        (finding, _plan(finding, options, index, edits, taken))
+        for finding in sorted(findings, key=lambda f: (f.line, f.col, f.code))
+    ]
+    doomed = _doomed_helpers(module, index, edits)
+    for key in [k for k, (e, _, _) in edits.items() if _inside(index.extent(e.target), doomed)]:
+        del edits[key]  # in a helper that goes away with its last call
+    for finding, why in planned:
+        if why is None or _inside((finding.line, finding.col, finding.line, finding.col), doomed):
             continue
         holder = index.statement_holding(finding.line)
         if holder is None:
@@ -104,6 +110,35 @@ def _plan(
     taken.append(extent)
     edits[id(edit.target)] = (edit, finding, fix.safety == "unsafe")
     return None
+
+
+def _doomed_helpers(
+    module: cst.Module, index: SpanIndex, edits: dict[int, tuple[Edit, Finding, bool]]
+) -> list[tuple[int, int, int, int]]:
+    """Extents of the private or nested helper definitions whose every call is rewritten.
+
+    Findings inside them (the spelling in the helper's own body) are left alone: the
+    definition is removed with its last call.
+    """
+    calls: Counter[str] = Counter(e.helper for e, _, _ in edits.values() if e.helper)
+    if not calls:
+        return []
+    uses = _name_uses(module)
+    top = {id(s) for s in module.body}
+    return [
+        index.extent(d)
+        for d in _function_defs(module)
+        if (name := d.name.value) in calls
+        and uses[name] == calls[name]
+        and (name.startswith("_") or id(d) not in top)
+    ]
+
+
+def _inside(extent: tuple[int, int, int, int], regions: list[tuple[int, int, int, int]]) -> bool:
+    return any(
+        (r[0], r[1]) <= (extent[0], extent[1]) and (extent[2], extent[3]) <= (r[2], r[3])
+        for r in regions
+    )
 
 
 def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
@@ -195,8 +230,8 @@ def _function_defs(module: cst.Module) -> list[cst.FunctionDef]:
     return found
 
 
-def _referenced_names(tree: cst.Module) -> frozenset[str]:
-    """Names used somewhere other than as the name of a function definition."""
+def _name_uses(tree: cst.Module) -> Counter[str]:
+    """How often each name is used other than as the name of a function definition."""
     uses: Counter[str] = Counter()
     defs: Counter[str] = Counter()
 
@@ -208,7 +243,12 @@ def _referenced_names(tree: cst.Module) -> frozenset[str]:
             uses[node.value] += 1
 
     tree.visit(_Scan())
-    return frozenset(name for name, n in uses.items() if n > defs[name])
+    return Counter({name: n - defs[name] for name, n in uses.items() if n > defs[name]})
+
+
+def _referenced_names(tree: cst.Module) -> frozenset[str]:
+    """Names used somewhere other than as the name of a function definition."""
+    return frozenset(_name_uses(tree))
 
 
 class _HelperRemover(cst.CSTTransformer):

@@ -1,8 +1,9 @@
 """The engine decides: ``migrate_source`` rewrites from ``devptr check``'s findings.
 
 A module where the engine finds nothing is left as it is; a fix is applied by default only
-where the engine reports the site fixable and safe (and the codemod agrees); a rewrite the
-codemods could spell but the engine does not confirm waits for ``--unsafe-fixes``.
+where the engine reports the site fixable and safe; an unsafe fix waits for
+``--unsafe-fixes`` (its TODO quotes the engine's reason); a finding without a fix gets a
+TODO.
 """
 
 from __future__ import annotations
@@ -57,23 +58,35 @@ def test_module_without_engine_findings_is_left_alone() -> None:
     assert all(f.fix is None for f in analyze_source(UNTYPED, "m.py"))
     for unsafe in (False, True):
         assert not migrate_source(UNTYPED, filename="m.py", unsafe_fixes=unsafe).changed
-    # the codemods alone would rewrite it (an unsafe fix: the container is not proven)
-    alone = migrate_source(UNTYPED, filename="m.py", unsafe_fixes=True)
-    assert alone.unsafe == {Rule.DP001: 1}
 
 
-def test_fix_the_engine_does_not_confirm_waits_for_the_flag() -> None:
-    code = CONFIRMED + UNTYPED
+def test_finding_without_a_fix_gets_a_todo_even_with_unsafe_fixes() -> None:
+    out = migrate_source(UNTYPED, filename="m.py", rules=[Rule.DP006], unsafe_fixes=True)
+    assert out.rewrites == {} and out.todos == {Rule.DP006: 1}
+    assert "# TODO[devptr]: DP006 " in out.new and "dst_np[offset] = state.data_ptr()" in out.new
+
+
+def test_unsafe_fix_waits_for_the_flag_and_quotes_the_engine() -> None:
+    code = textwrap.dedent(
+        """
+        import torch
+
+        t = torch.zeros(4, dtype=torch.int64)
+        t[0:2] = [x.data_ptr() for x in xs]
+        """
+    )
+    [finding] = [f for f in analyze_source(code, "m.py") if f.fix is not None]
+    assert finding.fix is not None and finding.fix.safety == "unsafe"
     out = migrate_source(code, filename="m.py")
-    assert out.rewrites == {Rule.DP001: 1}  # the confirmed one
-    assert out.todos == {Rule.DP001: 1}  # the other: a TODO, not a rewrite
-    assert "dst_np[offset] = state.data_ptr()" in out.new
+    assert out.rewrites == {} and out.todos == {Rule.DP001: 1}
+    assert f"unsafe fix not applied ({finding.fix.unsafe_reason})" in " ".join(out.warnings)
     forced = migrate_source(code, filename="m.py", unsafe_fixes=True)
-    assert forced.rewrites == {Rule.DP001: 2} and forced.unsafe == {Rule.DP001: 1}
+    assert forced.rewrites == {Rule.DP001: 1} and forced.unsafe == {Rule.DP001: 1}
+    assert "devptr.store(t, slice(0, 2), [devptr.DevicePtr.of(x) for x in xs])" in forced.new
 
 
 def test_comprehension_table_is_safe_as_list_of_the_source() -> None:
-    """The engine calls collapsing to ``ptr_tensor(E)`` unsafe; ``list(E)`` is not."""
+    """The engine calls the fix safe because the codemod passes ``list(E)``, never ``E``."""
     code = textwrap.dedent(
         """
         import torch
@@ -83,7 +96,7 @@ def test_comprehension_table_is_safe_as_list_of_the_source() -> None:
             return torch.tensor([x.data_ptr() for x in layers], dtype=torch.int64)
         """
     )
-    assert _fixable(code) == [(Rule.DP002, "unsafe")]
+    assert _fixable(code) == [(Rule.DP002, "safe")]
     out = migrate_source(code, filename="m.py")
     assert "devptr.ptr_tensor(list(layers), encoding=devptr.Encoding.I64)" in out.new
     assert out.unsafe == {}
