@@ -43,6 +43,8 @@ def build(finding: Finding, fix: Fix, index: SpanIndex) -> Edit | None:
     bare = strip_parens(value)
     if isinstance(bare, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)):
         ptrs = pointers(bare, owners)  # a slice store (``C[sl] = [...]`` too)
+    elif isinstance(where, cst.Slice):
+        return None  # ``C[a:b] = ptrs``: a sequence by name, no element to wrap
     else:
         ptrs = pointer(bare, owners)
     if ptrs is None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from _migrate_support import TwiceCodemodTest
+from _migrate_support import TwiceCodemodTest, fixture
 
 from devptr.lint.rules import Rule
 
@@ -128,3 +128,18 @@ class TestStoreRewrites(TwiceCodemodTest):
                 dst_np[sl] = destination.data_ptr() + starts * row_bytes
         """
         self.assertCodemod(code, code, unsafe_fixes=True)
+
+    def test_slice_store_of_a_named_list_gets_todo_even_when_unsafe_allowed(self) -> None:
+        # ``ptrs`` is a list: there is no element to wrap in DevicePtr, so no rewrite
+        code = """
+            import torch
+
+            def fill(kv_caches):
+                table = torch.zeros(len(kv_caches), dtype=torch.int64)
+                ptrs = [t.data_ptr() for t in kv_caches]
+                table.numpy()[:] = ptrs
+                return table
+        """
+        first = self.migrate(fixture(code), unsafe_fixes=True)
+        self.assertEqual(first.rewrites, {})
+        self.assertIn("no mechanical rewrite for this shape", first.new)

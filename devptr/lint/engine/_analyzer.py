@@ -358,8 +358,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if stride is not None:
             spans.append(("stride", self._span(stride)))
         return Fix(FixKind.ADDRESSES, "unsafe", tuple(spans),
-                   "devptr.addresses needs a non-negative integer index, raises where numpy "
-                   "wrapped past 2**64 and returns uint64 where this gave int64")
+                   "devptr.addresses needs a 1-D non-negative integer index, raises where "
+                   "numpy wrapped past 2**64 and returns uint64 where this gave int64")
 
     def _dtype_branch_fix(self, node: ast.AST, test: ast.expr, uint64: ast.expr | None,
                           uint64_first: bool, target: ast.expr | None = None) -> Fix | None:

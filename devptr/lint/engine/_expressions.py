@@ -310,7 +310,9 @@ class ExpressionEvaluator:
                 assert a is not None and b is not None
                 verdict = arith_verdict(a, b)
                 fix = None
-                if verdict is not None and verdict[0] is Rule.DP003 and isinstance(node.op, ast.Add):
+                if verdict is not None and verdict[0] is Rule.DP003 and isinstance(
+                    node.op, ast.Add
+                ) and not a.np_scalar:  # DevicePtr() takes a Python int, not np.uint64
                     fix = self._addresses_fix(node, a is left, scope)
                 self._emit(node, verdict, fix)
                 return Val(Kind.ADDR_ARRAY, lib=b.lib, dtype=b.dtype, host=a.host)
