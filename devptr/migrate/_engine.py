@@ -100,7 +100,8 @@ def migrate_source(
     module, notes = apply_findings(cst.parse_module(code), found, options, stats)
     if stats.needs_import:
         module = ensure_devptr_import(module)
-    module = fit_calls(module, code, line_length)
+    if stats.rewrites:  # only a fix writes a devptr call that may need wrapping
+        module = fit_calls(module, code, line_length)
     new = wrap_todos(code, module.code, line_length)
     warnings = [
         f"{filename}:{n.line}:{n.column}: {n.rule.value} {n.why}"

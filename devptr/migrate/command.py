@@ -55,9 +55,10 @@ def migrate_command(
         typer.Option("--jobs", "-j", min=1, help="Worker processes (default: every core)."),
     ] = None,
 ) -> None:
-    r"""Rewrite device-pointer code onto devptr (libcst codemods from the rule catalogue).
+    r"""Rewrite device-pointer code onto devptr, from the findings of 'devptr check'.
 
-    Safe fixes are applied; a site that cannot be fixed safely gets a comment
+    Safe fixes are applied (unsafe ones with --unsafe-fixes); a finding without an applied
+    fix gets a comment
     '# TODO\[devptr]: DPxxx <why>' above its statement (continued on '#   ' lines) and a
     warning line 'path:line:col: DPxxx <why>' on stderr.
     """
