@@ -1,9 +1,8 @@
 """Behaviour kept: the before and after forms of each rewrite, executed with fake tensors.
 
 Each pattern re-creates a real vLLM 0.33.0 site. The after form is what the codemod
-produces from the before form (nothing hand-written; the rewrite as the codemods spell it,
-whether or not the engine confirms the site: ``test_engine_gate.py`` covers that), and
-both are executed:
+produces from the before form (nothing hand-written: the engine's finding and fix, applied
+by the codemod), and both are executed:
 
 - addresses below 2**63: both forms give the same bits;
 - addresses at or above 2**63: the before form raises the real torch/numpy error (where it

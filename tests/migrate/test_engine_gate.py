@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import textwrap
 
-from devptr.lint.engine import analyze_source
+from devptr.lint.engine import Span, analyze_source
 from devptr.lint.rules import DEFAULT_RULES, Rule
 from devptr.migrate import migrate_source
 
@@ -100,3 +100,23 @@ def test_comprehension_table_is_safe_as_list_of_the_source() -> None:
     out = migrate_source(code, filename="m.py")
     assert "devptr.ptr_tensor(list(layers), encoding=devptr.Encoding.I64)" in out.new
     assert out.unsafe == {}
+
+
+def test_fix_spans_name_what_the_rewrite_needs() -> None:
+    """The codemod builds from the fix's spans and facts only (no recognition of its own)."""
+    code = "import torch\nt = torch.tensor([a.data_ptr(), b.x.data_ptr()], dtype=torch.int64, device=d)\n"
+    [finding] = analyze_source(code, "m.py")
+    fix = finding.fix
+    assert fix is not None and fix.safety == "safe"
+    lines = code.splitlines()
+
+    def text(span: Span | None) -> str:
+        assert span is not None and span.line == span.end_line
+        return lines[span.line - 1][span.col : span.end_col]
+
+    assert sorted(text(s) for s in fix.all_spans("owner")) == ["a", "b.x"]
+    assert (text(fix.span("device")), text(fix.span("dtype")), fix.fact("encoding")) == (
+        "d", "torch.int64", "I64"
+    )
+    out = migrate_source(code, filename="m.py")
+    assert "devptr.ptr_tensor([a, b.x], encoding=devptr.Encoding.I64, device=d)" in out.new
