@@ -257,3 +257,13 @@ def test_finding_through_a_helper_of_another_module_is_marked(tmp_path: Path) ->
     assert "pkg/user.py:5:" in err
     code, _, err = _invoke(str(pkg), "--check")
     assert code == 0 and "warning:" not in err
+
+
+def test_migrate_walks_files_like_check_and_honours_exclude(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text('[tool.devptr]\nexclude = ["pkg/table_like.py"]\n')
+    (tree / "build").mkdir()
+    (tree / "build" / "copy.py").write_text("x = t.data_ptr()\n")
+    code, out, err = _invoke(str(tree), "--diff")
+    assert "7 files scanned" not in err and "6 files scanned" in err
+    assert "table_like.py" not in out and "build/copy.py" not in out
+    assert code == 1  # the other file with a fix still changes
