@@ -3,9 +3,11 @@
 The fixes follow the findings of the address-provenance engine behind ``devptr check``
 (:mod:`devptr.lint.engine`): safe fixes of the selected rules are applied, unsafe ones
 only on request, and every finding left gets a ``# TODO[devptr]: DPxxx <why>`` comment
-(see ``docs/migrate.md``). One codemod per mechanical fix (stores, tables, arithmetic,
-two's complement, dtype branches). The codemods need libcst (the ``migrate`` extra); this
-package imports it only when one of its names is first used, so the ``devptr`` command
+(see ``docs/migrate.md``). The codemod edits only at the spans of the engine's fixes; one
+builder per fix kind (``dp001_store`` stores, ``dp002_table`` tables, ``dp004_twos`` two's
+complement, ``dp005_dtype`` dtype branches), see ``BUILDERS``. The codemod needs libcst
+(the ``migrate`` extra); this package imports it only when one of its names is first
+used, so the ``devptr`` command
 line works without it.
 
 >>> from devptr.migrate import migrate_source
@@ -22,8 +24,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from devptr.migrate._base import TODO_PREFIX, RuleCodemod
-    from devptr.migrate._engine import CODEMODS, Outcome, migrate_file, migrate_source
+    from devptr.migrate._apply import BUILDERS
+    from devptr.migrate._base import TODO_PREFIX
+    from devptr.migrate._engine import Outcome, migrate_file, migrate_source
     from devptr.migrate._runner import (
         Summary,
         collect_files,
@@ -31,16 +34,10 @@ if TYPE_CHECKING:
         parse_rules,
         parse_select,
     )
-    from devptr.migrate.dp001_store import StoreCodemod
-    from devptr.migrate.dp002_table import TableCodemod
-    from devptr.migrate.dp003_arith import ArithmeticCodemod
-    from devptr.migrate.dp004_twos import TwosComplementCodemod
-    from devptr.migrate.dp005_dtype import PlatformDtypeCodemod
 
 _HOMES = {
     "TODO_PREFIX": "_base",
-    "RuleCodemod": "_base",
-    "CODEMODS": "_engine",
+    "BUILDERS": "_apply",
     "Outcome": "_engine",
     "migrate_file": "_engine",
     "migrate_source": "_engine",
@@ -49,11 +46,6 @@ _HOMES = {
     "iter_outcomes": "_runner",
     "parse_rules": "_runner",
     "parse_select": "_runner",
-    "StoreCodemod": "dp001_store",
-    "TableCodemod": "dp002_table",
-    "ArithmeticCodemod": "dp003_arith",
-    "TwosComplementCodemod": "dp004_twos",
-    "PlatformDtypeCodemod": "dp005_dtype",
 }
 
 
@@ -66,16 +58,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CODEMODS",
+    "BUILDERS",
     "TODO_PREFIX",
-    "ArithmeticCodemod",
     "Outcome",
-    "PlatformDtypeCodemod",
-    "RuleCodemod",
-    "StoreCodemod",
     "Summary",
-    "TableCodemod",
-    "TwosComplementCodemod",
     "collect_files",
     "iter_outcomes",
     "migrate_file",

@@ -1,7 +1,7 @@
 """Fit rewritten lines into the target project's line length.
 
 Only lines the migration added or changed are touched. A too-long line holding a call
-the codemods built (``devptr.<...>(...)``) is wrapped the way black and ruff format wraps
+the fixes built (``devptr.<...>(...)``) is wrapped the way black and ruff format wraps
 it: first the arguments move to one indented line, then, if that is still too long, one
 argument per line with a trailing comma. A too-long ``# TODO[devptr]:`` comment continues
 on ``#   `` lines.

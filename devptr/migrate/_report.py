@@ -64,11 +64,11 @@ def run(
     err = err or Console(stderr=True)
     try:
         rules = parse_rules(select, ignore)
-    except ValueError as exc:
+        files = collect_files(paths)
+    except (ValueError, OSError) as exc:
         _line(err, f"error: {exc}")
         return 2
     write = not (diff or check)
-    files = collect_files(paths)
     summary = Summary()
     progress = Progress(
         TextColumn("migrating"),

@@ -10,31 +10,31 @@ from pathlib import Path
 
 import attrs
 
+from devptr.lint._config import Config, find_pyproject, load_config
 from devptr.lint._selection import parse_selection, resolve
 from devptr.lint.checker import FileResult, check_paths
-from devptr.lint.engine import Finding
+from devptr.lint.engine import Finding, iter_python_files
 from devptr.lint.rules import Rule
 from devptr.migrate._engine import Outcome, migrate_file
 
-_SKIP_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist"})
 
+def collect_files(paths: Iterable[Path], config: Config | None = None) -> list[Path]:
+    """Python files under ``paths``: the file walker of ``devptr check``.
 
-def collect_files(paths: Iterable[Path]) -> list[Path]:
-    """Python files under ``paths`` (files as given, directories walked), sorted, unique.
+    :func:`devptr.lint.engine.iter_python_files`, honouring ``[tool.devptr] exclude`` of
+    ``config`` (default: the nearest ``pyproject.toml`` above the first path) and the
+    default excludes (``.git``, ``__pycache__``, ``build``, ``dist``...). Files named
+    explicitly are kept.
 
-    Hidden directories, ``__pycache__``, ``build`` and ``dist`` are skipped.
+    Raises
+    ------
+    devptr.lint._config.ConfigError
+        A ``ValueError``, for an invalid ``[tool.devptr]`` table.
     """
-    found: dict[Path, None] = {}
-    for path in paths:
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
-                for name in sorted(files):
-                    if name.endswith(".py"):
-                        found[Path(root) / name] = None
-        else:
-            found[path] = None
-    return list(found)
+    roots = list(paths)
+    if config is None:
+        config = load_config(find_pyproject(roots[0] if roots else Path()))
+    return list(iter_python_files(roots, config))
 
 
 def display_name(path: Path) -> str:

@@ -55,10 +55,11 @@ def migrate_command(
         typer.Option("--jobs", "-j", min=1, help="Worker processes (default: every core)."),
     ] = None,
 ) -> None:
-    """Rewrite device-pointer code onto devptr (libcst codemods from the rule catalogue).
+    """Rewrite device-pointer code onto devptr, from the findings of 'devptr check'.
 
-    Safe fixes are applied; a site that cannot be fixed safely gets a comment
-    '# TODO[devptr]: DPxxx <why>' above its statement (continued on '#   ' lines) and a
+    Safe fixes are applied (unsafe ones with --unsafe-fixes); a finding without an applied
+    fix gets a comment '# TODO[devptr]: DPxxx <why>' above its statement (continued on
+    '#   ' lines) and a
     warning line 'path:line:col: DPxxx <why>' on stderr.
     """
     try:

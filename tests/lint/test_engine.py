@@ -174,16 +174,17 @@ def test_fix_safety() -> None:
         "t[0:1] = [x.data_ptr()]\n"
         "torch.tensor([a.data_ptr(), b.data_ptr()], dtype=torch.int64)\n"
         "torch.tensor([s.data_ptr() for s in ts], dtype=torch.int64)\n"
-        "d = torch.uint64 if is_xpu() else torch.int64\n"
+        "d = torch.uint64 if p.is_xpu() else torch.int64\n"
+        "e = torch.uint64 if is_xpu() else torch.int64\n"
     )
     fixes = [(f.code, f.fix.kind, f.fix.safety) for f in analyze_source(HEAD + src)
              if f.fix is not None]
     assert fixes == [
         ("DP001", FixKind.STORE, "unsafe"),  # a slice store broadcasts
         ("DP002", FixKind.TABLE, "safe"),
-        ("DP002", FixKind.TABLE, "unsafe"),  # ts may not be a sequence of tensors
+        ("DP002", FixKind.TABLE, "safe"),  # rewritten with list(ts): the same iteration
         ("DP005", FixKind.DTYPE_BRANCH, "unsafe"),  # unknown platforms
-    ]
+    ]  # `is_xpu()` names no platform object to pass to encoding_for(): no fix
 
 
 def test_catalogue_is_fully_qualified() -> None:

@@ -1,10 +1,9 @@
 """Test support: before/after pairs through the real pipeline, run twice.
 
-``assertCodemod(before, after)`` migrates ``before`` with ``migrate_source`` for the rule of
-the class's codemod (plus ``rules``), without the engine (these pairs test how each
-rewrite is spelled, on the codemods' own recognition; ``test_engine_gate.py`` covers the
-engine's part) and compares with ``after``; then migrates ``after`` and requires that
-nothing changes and no warning is new (idempotence).
+``assertCodemod(before, after)`` migrates ``before`` with ``migrate_source`` for the
+class's rule (plus ``rules``), from the engine's findings and fixes as every run does, and
+compares with ``after``; then migrates ``after`` and requires that nothing changes and no
+warning is new (idempotence).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from devptr.lint.rules import Rule
-from devptr.migrate import Outcome, RuleCodemod, migrate_source
+from devptr.migrate import Outcome, migrate_source
 
 
 def fixture(text: str) -> str:
@@ -25,9 +24,9 @@ def fixture(text: str) -> str:
 
 
 class TwiceCodemodTest(unittest.TestCase):
-    """Pairs for one codemod (``TRANSFORM``), checked for idempotence."""
+    """Pairs for one rule (``RULE``), checked for idempotence."""
 
-    TRANSFORM: ClassVar[type[RuleCodemod]]
+    RULE: ClassVar[Rule]
 
     def migrate(
         self,
@@ -39,12 +38,10 @@ class TwiceCodemodTest(unittest.TestCase):
     ) -> Outcome:
         return migrate_source(
             code,
-            rules=[self.TRANSFORM.RULE, *rules],
+            rules=[self.RULE, *rules],
             filename="<string>",
-            mark_findings=False,
             unsafe_fixes=unsafe_fixes,
             line_length=line_length,
-            engine=False,
         )
 
     def assertCodemod(

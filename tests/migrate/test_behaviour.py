@@ -1,9 +1,8 @@
 """Behaviour kept: the before and after forms of each rewrite, executed with fake tensors.
 
 Each pattern re-creates a real vLLM 0.33.0 site. The after form is what the codemod
-produces from the before form (nothing hand-written; the rewrite as the codemods spell it,
-whether or not the engine confirms the site: ``test_engine_gate.py`` covers that), and
-both are executed:
+produces from the before form (nothing hand-written: the engine's finding and fix, applied
+by the codemod), and both are executed:
 
 - addresses below 2**63: both forms give the same bits;
 - addresses at or above 2**63: the before form raises the real torch/numpy error (where it
@@ -41,11 +40,11 @@ def _forms(
     """
     before = textwrap.dedent(before)
     if unsafe_fixes:
-        held = migrate_source(before, rules=[rule], filename="pattern.py", engine=False)
+        held = migrate_source(before, rules=[rule], filename="pattern.py")
         assert not held.rewrites and held.todos == {rule: 1}, held.warnings
         assert "unsafe fix not applied" in held.new
     outcome = migrate_source(
-        before, rules=[rule], filename="pattern.py", unsafe_fixes=unsafe_fixes, engine=False
+        before, rules=[rule], filename="pattern.py", unsafe_fixes=unsafe_fixes
     )
     assert outcome.changed, "the codemod must rewrite this pattern"
     assert not outcome.todos, outcome.warnings
@@ -154,19 +153,22 @@ def test_dp001_torch_scalar_store_with_null() -> None:
     _assert_kept(before["run"], after["run"], _same, TORCH_OVERFLOW)
 
 
-def test_dp001_store_through_helper_int64_and_uint64() -> None:
-    before, after, new = _forms(SPEC_DECODE_STORE, Rule.DP001, unsafe_fixes=True)
-    assert "devptr.store(self.block_table_ptrs, i, devptr.DevicePtr.of(bt))" in new
-    # int64 table: the helper already kept the bits; the store keeps them too
+def test_dp004_helper_before_a_store_int64_and_uint64() -> None:
+    # The helper's value fits int64, so the int64 store is no DP001 defect; the helper call
+    # is a DP004 (convention) fix, and the helper goes away with its last call.
+    assert not migrate_source(textwrap.dedent(SPEC_DECODE_STORE), rules=[Rule.DP001]).changed
+    before, after, new = _forms(SPEC_DECODE_STORE, Rule.DP004)
+    assert "self.block_table_ptrs[i] = devptr.DevicePtr.of(bt).signed" in new
+    assert "_reinterpret_u64_as_i64" not in new
     _assert_kept(before["run"], after["run"], _same, None)
-    # uint64 table: the helper's negative value is rejected by torch 2.14's setitem
+    # uint64 table: the signed value is rejected by torch 2.14's setitem, before and after
     high = _fakes(HIGH_ADDRESSES)
-    if TORCH_214:
-        with pytest.raises(OverflowError, match="can't convert negative int to unsigned"):
-            before["run"](high, torch.uint64)
-    else:
-        assert _bits(before["run"](high, torch.uint64)) == list(HIGH_ADDRESSES)
-    assert _bits(after["run"](high, torch.uint64)) == list(HIGH_ADDRESSES)
+    for form in (before, after):
+        if TORCH_214:
+            with pytest.raises(OverflowError, match="can't convert negative int to unsigned"):
+                form["run"](high, torch.uint64)
+        else:
+            assert _bits(form["run"](high, torch.uint64)) == list(HIGH_ADDRESSES)
 
 
 # -- DP002 ---------------------------------------------------------------------------------
@@ -259,20 +261,16 @@ def test_dp003_int64_arithmetic() -> None:
     assert _bits(after["run"](_fakes(highs))) == expected(highs)
 
 
-def test_dp003_uint64_arithmetic_same_bits_and_checked_overflow() -> None:
-    before, after, new = _forms(EC_SAVE_ARITH, Rule.DP003, unsafe_fixes=True)
-    assert "src_base = devptr.DevicePtr.of(src)" in new
-    assert "devptr.addresses(src_base, slots, block_size)" in new
+def test_dp003_uint64_arithmetic_is_not_a_defect() -> None:
+    # uint64 arithmetic keeps every address below 2**64: no finding, no rewrite
+    source = textwrap.dedent(EC_SAVE_ARITH)
+    assert not migrate_source(source, rules=[Rule.DP003], unsafe_fixes=True).changed
+    ns: dict[str, Any] = {}
+    exec(compile(source, "before.py", "exec"), ns)
     safe_high = tuple(a for a in HIGH_ADDRESSES if a + 7 * 4096 < (1 << 64))
     expected = _strided([0, 3, 7], 4096)
     for addresses in (LOW_ADDRESSES, safe_high):
-        got_before = _bits(before["run"](_fakes(addresses)))
-        assert got_before == _bits(after["run"](_fakes(addresses))) == expected(addresses)
-    # past 2**64: the uint64 spelling wraps silently, devptr.addresses refuses
-    top = _fakes(((1 << 64) - 8,))
-    assert _bits(before["run"](top))[1] == ((1 << 64) - 8 + 3 * 4096) % (1 << 64)
-    with pytest.raises(devptr.AddressOverflowError):
-        after["run"](top)
+        assert _bits(ns["run"](_fakes(addresses))) == expected(addresses)
 
 
 # -- DP004 ---------------------------------------------------------------------------------

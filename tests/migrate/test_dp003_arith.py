@@ -1,18 +1,19 @@
-# ruff: noqa: E501 - expected outputs hold the long lines and TODO comments the codemod writes
+
 """DP003: before/after pairs, no-ops and TODOs for the arithmetic codemod."""
 
 from __future__ import annotations
 
 from _migrate_support import TwiceCodemodTest
 
-from devptr.migrate import ArithmeticCodemod
+from devptr.lint.rules import Rule
 
 
 class TestArithmeticRewrites(TwiceCodemodTest):
-    TRANSFORM = ArithmeticCodemod
+    RULE = Rule.DP003
 
     def test_named_uint64_base(self) -> None:
-        before = """
+        # uint64 arithmetic keeps every address: not a DP003 finding, not rewritten
+        code = """
             import numpy as np
 
             def save(bufs, src, slots, block_size):
@@ -20,15 +21,7 @@ class TestArithmeticRewrites(TwiceCodemodTest):
                 src_base = np.uint64(src.view(-1).data_ptr())
                 bufs.add_copies(0, src_base + slots.astype(np.uint64) * np.uint64(block_size))
         """
-        after = """
-            import devptr
-
-            def save(bufs, src, slots, block_size):
-                # addresses are added up in uint64
-                src_base = devptr.DevicePtr.of(src.view(-1))
-                bufs.add_copies(0, devptr.addresses(src_base, slots, block_size))
-        """
-        self.assertCodemod(before, after, unsafe_fixes=True)
+        self.assertCodemod(code, code, unsafe_fixes=True)
 
     def test_inline_int64_form_keeps_numpy_import_in_use(self) -> None:
         before = """
@@ -46,20 +39,15 @@ class TestArithmeticRewrites(TwiceCodemodTest):
         """
         self.assertCodemod(before, after, unsafe_fixes=True)
 
-    def test_inline_uint64_form_drops_unused_numpy_import(self) -> None:
-        before = """
+    def test_inline_uint64_form_is_not_a_defect(self) -> None:
+        # uint64 arithmetic keeps every address: not a DP003 finding, not rewritten
+        code = """
             import numpy as np
 
             def dst(buf, slots, block):
                 return np.uint64(buf.data_ptr()) + slots.astype(np.uint64) * np.uint64(block)
         """
-        after = """
-            import devptr
-
-            def dst(buf, slots, block):
-                return devptr.addresses(devptr.DevicePtr.of(buf), slots, block)
-        """
-        self.assertCodemod(before, after, unsafe_fixes=True)
+        self.assertCodemod(code, code, unsafe_fixes=True)
 
     def test_noop_on_scalar_arithmetic(self) -> None:
         code = """
@@ -73,8 +61,9 @@ class TestArithmeticRewrites(TwiceCodemodTest):
         """
         self.assertCodemod(code, code)
 
-    def test_base_with_other_uses_gets_todo(self) -> None:
-        before = """
+    def test_base_with_other_uses_is_not_a_defect(self) -> None:
+        # uint64 arithmetic keeps every address: not a DP003 finding, not rewritten
+        code = """
             import numpy as np
 
             def f(t, slots, s):
@@ -82,13 +71,4 @@ class TestArithmeticRewrites(TwiceCodemodTest):
                 log(base)
                 return base + slots.astype(np.uint64) * np.uint64(s)
         """
-        after = """
-            import numpy as np
-
-            def f(t, slots, s):
-                # TODO[devptr]: DP003 base holds an address used in array arithmetic and elsewhere; compute the addresses with devptr.addresses(DevicePtr, ...)
-                base = np.uint64(t.data_ptr())
-                log(base)
-                return base + slots.astype(np.uint64) * np.uint64(s)
-        """
-        self.assertCodemod(before, after, unsafe_fixes=True)
+        self.assertCodemod(code, code, unsafe_fixes=True)

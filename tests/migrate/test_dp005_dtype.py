@@ -1,15 +1,15 @@
-# ruff: noqa: E501 - expected outputs hold the long lines and TODO comments the codemod writes
+
 """DP005: before/after pairs, no-ops and TODOs for the platform-dtype codemod."""
 
 from __future__ import annotations
 
 from _migrate_support import TwiceCodemodTest
 
-from devptr.migrate import PlatformDtypeCodemod
+from devptr.lint.rules import Rule
 
 
 class TestPlatformDtypeRewrites(TwiceCodemodTest):
-    TRANSFORM = PlatformDtypeCodemod
+    RULE = Rule.DP005
 
     def test_module_constant(self) -> None:
         before = """
@@ -91,9 +91,9 @@ class TestPlatformDtypeRewrites(TwiceCodemodTest):
         after = """
             import torch
 
-            # TODO[devptr]: DP005 per-platform pointer dtype branch that devptr cannot map to encoding_for; use devptr.encoding_for(<device>).torch_dtype or an explicit devptr.Encoding
+            # TODO[devptr]: DP005 per-platform pointer dtype (uint64 vs int64 branch) (devptr check)
             dt = torch.uint64 if torch.xpu.is_available() else torch.int64
-            # TODO[devptr]: DP005 per-platform pointer dtype branch that devptr cannot map to encoding_for; use devptr.encoding_for(<device>).torch_dtype or an explicit devptr.Encoding
+            # TODO[devptr]: DP005 per-platform pointer dtype (uint64 vs int64 branch) (devptr check)
             wrong_way = torch.int64 if current_platform.is_xpu() else torch.uint64
         """
         self.assertCodemod(before, after, unsafe_fixes=True)

@@ -9,7 +9,6 @@ import libcst as cst
 
 from devptr.migrate._engine import migrate_file
 from devptr.migrate._imports import ensure_devptr_import
-from devptr.migrate._positions import LineMap
 from devptr.migrate._project import line_length_for
 from devptr.migrate._runner import parse_rules
 
@@ -83,10 +82,3 @@ def test_import_goes_after_the_last_import_before_the_first_use() -> None:
     )
     present = "import devptr\nx = devptr.DevicePtr.NULL\n"
     assert ensure_devptr_import(cst.parse_module(present)).code == present
-
-
-def test_line_map_gives_lines_of_the_text_as_written() -> None:
-    old = "a\nb\nc\nd\n"
-    new = "a\n# TODO\n# more\nB\nc\nd\n"
-    lines = LineMap(old, new)
-    assert [lines.to_old(n) for n in range(1, 7)] == [1, 2, 2, 2, 3, 4]

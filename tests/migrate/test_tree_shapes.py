@@ -45,7 +45,7 @@ SHAPES = {
         def run(items):
             return Conn(dict(enumerate(items)), "cpu")._kvcache_ptrs
         """,
-        "self._kv_caches.values(), encoding=devptr.Encoding.I64",
+        "list(self._kv_caches.values()), encoding=devptr.Encoding.I64",
         lambda items: [items],
     ),
     # vLLM dspark_mla: an attribute of each element

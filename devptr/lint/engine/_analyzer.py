@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
+from devptr.lint import catalogue as cat
 from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._annotations import annotation_val
 from devptr.lint.engine._expressions import ExpressionEvaluator
@@ -277,6 +278,15 @@ class ModuleAnalyzer(ExpressionEvaluator):
 
     # ------------------------------------------------------------- fixes
 
+    def _owner_spans(self, node: ast.AST) -> list[tuple[str, Span]]:
+        """``("owner", X)`` for every ``X.data_ptr()`` call under *node* (for the codemod)."""
+        return [
+            ("owner", self._span(sub.func.value))
+            for sub in ast.walk(node)
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+            and sub.func.attr in cat.ADDRESS_METHODS and not sub.args and not sub.keywords
+        ]
+
     def _store_fix(self, target: ast.Subscript, value_node: ast.expr | None,
                    cont: Val | None, val: Val | None) -> Fix | None:
         if value_node is None:
@@ -286,46 +296,114 @@ class ModuleAnalyzer(ExpressionEvaluator):
         ):
             return None
         spans = (("container", self._span(target.value)), ("index", self._span(target.slice)),
-                 ("value", self._span(value_node)))
-        if is_slice(target):
+                 ("value", self._span(value_node)), *self._owner_spans(value_node))
+        several = isinstance(value_node, ast.List | ast.Tuple) and len(value_node.elts) >= 2 and not any(
+            isinstance(e, ast.Starred) for e in value_node.elts
+        )
+        if is_slice(target) and not several:
             return Fix(FixKind.STORE, "unsafe", spans,
                        "a slice store broadcasts a shorter value; devptr.store() requires "
                        "one pointer per element")
-        if val is not None and val.kind is not Kind.ADDR:
+        if val is not None and val.kind is not Kind.ADDR and not several:
             return Fix(FixKind.STORE, "unsafe", spans, "the value is not a single address")
         if val is not None and val.by_name:
             return Fix(FixKind.STORE, "unsafe", spans,
                        "the value is an address only by its name")
         return Fix(FixKind.STORE, "safe", spans)
 
-    def _twos_fix(self, operand: ast.expr, val: Val | None) -> Fix:
-        spans = (("value", self._span(operand)),)
+    def _twos_fix(self, operand: ast.expr, val: Val | None, helper: ast.expr | None = None,
+                  *, encoder: bool = False) -> Fix:
+        spans = [("value", self._span(operand)), *self._owner_spans(operand)]
+        if helper is not None:
+            spans.append(("helper", self._span(helper)))
+        facts = (("encoder", "ctypes"),) if encoder else ()
         if val is not None and val.kind is Kind.ADDR and not val.by_name and val.checked is None:
-            return Fix(FixKind.TWOS, "safe", spans)
-        return Fix(FixKind.TWOS, "unsafe", spans,
+            return Fix(FixKind.TWOS, "safe", tuple(spans), facts=facts)
+        return Fix(FixKind.TWOS, "unsafe", tuple(spans),
                    "DevicePtr(x) raises for values outside [0, 2**64) that the hand-written "
-                   "form passed through; x is not known to come from data_ptr()")
+                   "form passed through; x is not known to come from data_ptr()", facts)
 
     def _table_fix(self, node: ast.Call, ctor: str, data_node: ast.expr | None,
                    dtype_node: ast.expr | None, data: Val | None) -> Fix | None:
-        if data_node is None or not ctor.startswith("torch.") or ctor == "torch.full":
+        if data_node is None or ctor not in ("torch.tensor", "torch.as_tensor"):
+            return None
+        if len(node.args) != 1 or any(kw.arg not in ("dtype", "device") for kw in node.keywords):
+            return None  # an argument ptr_tensor() has no counterpart for
+        dt = None if dtype_node is None else syn.literal_dtype(dtype_node, self.names)
+        if dtype_node is not None and dt not in (DType.I64, DType.U64):
             return None
         spans: list[tuple[str, Span]] = [("call", self._span(node)),
                                          ("value", self._span(data_node))]
         if dtype_node is not None:
             spans.append(("dtype", self._span(dtype_node)))
+        device_node = syn.kwarg(node, "device")
+        if device_node is not None:
+            spans.append(("device", self._span(device_node)))
+        spans += self._owner_spans(data_node)
         reason = ""
         if isinstance(data_node, ast.ListComp | ast.GeneratorExp) and len(data_node.generators) == 1:
             gen = data_node.generators[0]
-            spans.append(("source", self._span(gen.iter)))
-            if not isinstance(gen.iter, ast.List | ast.Tuple):
-                reason = ("ptr_tensor() needs a sequence of tensors; the comprehension "
-                          "iterates an expression not known to be one")
-        elif not isinstance(data_node, ast.List | ast.Tuple):
+            spans += [("source", self._span(gen.iter)), ("target", self._span(gen.target))]
+        elif not isinstance(data_node, ast.List | ast.Tuple | ast.ListComp | ast.GeneratorExp):
             reason = "the data is not a literal list: it may be any iterable"
         if data is not None and data.by_name:
             reason = reason or "the data holds addresses only by its name"
-        return Fix(FixKind.TABLE, "unsafe" if reason else "safe", tuple(spans), reason)
+        facts = (("encoding", "U64" if dt is DType.U64 else "I64"),)
+        return Fix(FixKind.TABLE, "unsafe" if reason else "safe", tuple(spans), reason, facts)
+
+    def _addresses_fix(self, node: ast.BinOp, addr_left: bool, scope: Scope) -> Fix | None:
+        """The fix of ``addr + idx * stride`` (``idx`` a numpy array): ``devptr.addresses``."""
+        base, other = (node.left, node.right) if addr_left else (node.right, node.left)
+        index, stride = other, None
+        if isinstance(other, ast.BinOp) and isinstance(other.op, ast.Mult):
+            for i, s in ((other.left, other.right), (other.right, other.left)):
+                v = self.eval(i, scope)
+                if v is not None and v.kind in (Kind.ARRAY, Kind.ADDR_ARRAY) and v.lib is Lib.NUMPY:
+                    index, stride = i, s
+                    break
+            else:
+                return None
+        spans = [("base", self._span(base)), ("index", self._span(index)),
+                 *self._owner_spans(base)]
+        if stride is not None:
+            spans.append(("stride", self._span(stride)))
+        return Fix(FixKind.ADDRESSES, "unsafe", tuple(spans),
+                   "devptr.addresses needs a 1-D non-negative integer index, raises where "
+                   "numpy wrapped past 2**64 and returns uint64 where this gave int64")
+
+    def _dtype_branch_fix(self, node: ast.AST, test: ast.expr, uint64: ast.expr | None,
+                          uint64_first: bool, target: ast.expr | None = None) -> Fix | None:
+        """The fix of a per-platform dtype branch whose test is an XPU test of known shape."""
+        negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        if isinstance(test, ast.UnaryOp) and negated:
+            test = test.operand
+        positive = True
+        where: tuple[str, Span] | None = None
+        if (
+            isinstance(test, ast.Call) and not test.args and not test.keywords
+            and isinstance(test.func, ast.Attribute) and test.func.attr == "is_xpu"
+        ):
+            where = ("platform", self._span(test.func.value))
+        elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(
+            test.ops[0], ast.Eq | ast.NotEq
+        ):
+            positive = isinstance(test.ops[0], ast.Eq)
+            for side, other in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+                if isinstance(other, ast.Constant) and other.value == "xpu" and isinstance(
+                    side, ast.Attribute
+                ) and side.attr == "type":
+                    where = ("device", self._span(side))
+        if where is None or (positive != negated) != uint64_first or uint64 is None:
+            return None
+        lib = (self.names.qual(uint64) or "").partition(".")[0]
+        if lib not in ("torch", "numpy"):
+            return None
+        spans = [("value", self._span(node)), where]
+        if target is not None:
+            spans.append(("target", self._span(target)))
+        return Fix(FixKind.DTYPE_BRANCH, "unsafe", tuple(spans),
+                   "encoding_for() raises for device types it does not know, where "
+                   "the branch gave int64", (("dtype_attr", f"{lib}_dtype"),))
 
     # ------------------------------------------------------------- summaries
 
@@ -383,7 +461,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 return Val(Kind.PARAM, params=val.params, checked=DType.I64)
             if val is not None and val.kind is Kind.ADDR and arg_node is not None:
                 self._emit(node, (Rule.DP004, f"two's complement of a device address by hand "
-                                              f"(in {short}())"), self._twos_fix(arg_node, val))
+                                              f"(in {short}())"), self._twos_fix(arg_node, val, node.func))
                 return Val(Kind.ADDR, checked=DType.I64, host=val.host)
             return None  # a hash or a key through the same helper: not an address
         for i in sorted(summary.returns_params):
@@ -639,7 +717,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
             elif isinstance(stmt.op, ast.Sub | ast.Add) and syn.int_value(stmt.value) == syn.TWO_64:
                 if old is not None and old.kind is Kind.ADDR:
                     self._emit(stmt, (Rule.DP004, "two's complement of a device address by hand "
-                                                  "(+/- 2**64)"), self._twos_fix(target, old))
+                                                  "(+/- 2**64)"))  # a statement: no expression to rewrite
         elif isinstance(target, ast.Subscript):
             self._store(target, val, stmt.value, scope)
         else:
@@ -697,10 +775,23 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self._block(stmt.orelse, scope)
         if branch is not None:
             self._emit(stmt, (Rule.DP005, "per-platform pointer dtype chosen by an if statement"),
-                       Fix(FixKind.DTYPE_BRANCH, "unsafe", (("value", self._span(stmt)),),
-                           "encoding_for() raises for device types it does not know, where "
-                           "the branch gave int64"))
+                       self._dtype_branch_stmt_fix(stmt))
             scope.env[branch] = Val(Kind.DTYPE, dtype=DType.BRANCH)
+
+    def _dtype_branch_stmt_fix(self, stmt: ast.If) -> Fix | None:
+        """The fix of ``if is_xpu(): d = torch.uint64 / else: d = torch.int64`` (one
+        assignment on each side)."""
+        pair = [s for s in (*stmt.body, *stmt.orelse) if isinstance(s, ast.Assign)]
+        if len(stmt.body) != 1 or len(stmt.orelse) != 1 or len(pair) != 2:
+            return None
+        first, second = pair
+        if not (len(first.targets) == len(second.targets) == 1 and isinstance(
+            first.targets[0], ast.Name
+        ) and isinstance(second.targets[0], ast.Name) and first.targets[0].id == second.targets[0].id):
+            return None
+        uint64_first = syn.literal_dtype(first.value, self.names) is DType.U64
+        uint64 = first.value if uint64_first else second.value
+        return self._dtype_branch_fix(stmt, stmt.test, uint64, uint64_first, first.targets[0])
 
     def _dtype_branch_stmt(self, stmt: ast.If) -> str | None:
         """``if is_xpu(): d = torch.uint64 / else: d = torch.int64`` -> ``"d"``."""

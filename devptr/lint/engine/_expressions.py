@@ -13,7 +13,7 @@ from typing import Final
 
 from devptr.lint import catalogue as cat
 from devptr.lint.engine import _syntax as syn
-from devptr.lint.engine._finding import Fix, FixKind, Span
+from devptr.lint.engine._finding import Fix, Span
 from devptr.lint.engine._names import Names
 from devptr.lint.engine._scope import (
     ADDR_SEQ_BY_NAME,
@@ -94,7 +94,15 @@ class ExpressionEvaluator:
     def _note_unresolved(self, name: str) -> None:
         raise NotImplementedError
 
-    def _twos_fix(self, operand: ast.expr, val: Val | None) -> Fix:
+    def _twos_fix(self, operand: ast.expr, val: Val | None, helper: ast.expr | None = None,
+                  *, encoder: bool = False) -> Fix:
+        raise NotImplementedError
+
+    def _dtype_branch_fix(self, node: ast.AST, test: ast.expr, uint64: ast.expr | None,
+                          uint64_first: bool, target: ast.expr | None = None) -> Fix | None:
+        raise NotImplementedError
+
+    def _addresses_fix(self, node: ast.BinOp, addr_left: bool, scope: Scope) -> Fix | None:
         raise NotImplementedError
 
     def _table_fix(self, node: ast.Call, ctor: str, data_node: ast.expr | None,
@@ -278,10 +286,10 @@ class ExpressionEvaluator:
             return self._twos(node, operand, scope, "x - 2**64 if x >= 2**63 else x")
         dts = {syn.literal_dtype(node.body, self.names), syn.literal_dtype(node.orelse, self.names)}
         if dts == {DType.U64, DType.I64} and syn.is_platform_test(node.test):
+            uint64_first = syn.literal_dtype(node.body, self.names) is DType.U64
             self._emit(node, (Rule.DP005, "per-platform pointer dtype (uint64 vs int64 branch)"),
-                       Fix(FixKind.DTYPE_BRANCH, "unsafe", (("value", self._span(node)),),
-                           "encoding_for() raises for device types it does not know, where "
-                           "the branch gave int64"))
+                       self._dtype_branch_fix(node, node.test, node.body if uint64_first
+                                              else node.orelse, uint64_first))
             return Val(Kind.DTYPE, dtype=DType.BRANCH)
         for v in (body, orelse):
             if v is not None and v.kind in (Kind.ADDR, Kind.ADDR_SEQ, Kind.DEVPTR, Kind.PARAM):
@@ -317,8 +325,8 @@ class ExpressionEvaluator:
             and id(node) not in self._quiet_nodes
             and (is_addr(left) or syn.names_an_address(node.left))
         ):
-            self._emit(node, (Rule.DP004, "two's complement of a device address by hand (+/- 2**64)"),
-                       self._twos_fix(node.left, left))
+            self._emit(node, (Rule.DP004, "two's complement of a device address by hand (+/- 2**64)"))
+            # no fix: `x - 2**64` alone is half a spelling (its guard is elsewhere)
             return CHECKED_I64
         if isinstance(node.op, ast.Mult) and isinstance(node.left, ast.List):
             return left
@@ -330,7 +338,13 @@ class ExpressionEvaluator:
         for a, b in ((left, right), (right, left)):
             if is_addr(a) and is_arrayish(b):
                 assert a is not None and b is not None
-                self._emit(node, arith_verdict(a, b))
+                verdict = arith_verdict(a, b)
+                fix = None
+                if verdict is not None and verdict[0] is Rule.DP003 and isinstance(
+                    node.op, ast.Add
+                ) and not a.np_scalar:  # DevicePtr() takes a Python int, not np.uint64
+                    fix = self._addresses_fix(node, a is left, scope)
+                self._emit(node, verdict, fix)
                 return Val(Kind.ADDR_ARRAY, lib=b.lib, dtype=b.dtype, host=a.host)
         if is_addr(left) or is_addr(right):
             if isinstance(node.op, ast.Sub) and is_addr(left) and is_addr(right):
@@ -472,7 +486,7 @@ class ExpressionEvaluator:
             return vals[0]
         if name in cat.SIGNED_ENCODERS and vals and is_addr(vals[0]):
             self._emit(node, (Rule.DP004, "two's complement of a device address through "
-                                          f"{name}"))
+                                          f"{name}"), self._twos_fix(node.args[0], vals[0], encoder=True))
             return CHECKED_I64  # ctypes.c_int64(p).value: the int64 encoding
         if name == "ctypes.cast" and len(node.args) == 2:
             target = node.args[1]
