@@ -625,7 +625,10 @@ class ExpressionEvaluator:
         if name in cat.STACKING_CONSTRUCTORS and isinstance(data_node, ast.List | ast.Tuple) and any(
             is_arrayish(self.eval(e, scope)) for e in data_node.elts
         ):
-            return Val(Kind.ADDR_ARRAY if data is not None else Kind.ARRAY, lib=lib, dtype=dt)
+            # arrays stacked: address arrays only if the list holds addresses (or a
+            # parameter); a list literal of plain tensors evaluates to PLAIN_LIST / TUPLE
+            holds = carries_address(data) or is_param(data)
+            return Val(Kind.ADDR_ARRAY if holds else Kind.ARRAY, lib=lib, dtype=dt)
         if name in cat.STACKING_CONSTRUCTORS and data is not None and data.kind is Kind.ADDR_SEQ and (
             data.lib is not None
         ):
