@@ -153,6 +153,13 @@ class _Plan:
             *(arg_key(v) for v in (self.rank, *self.scalars)),
         )
 
+    def elsewhere(self, t: torch.Tensor) -> bool:
+        """Whether ``t`` is not on the workspace's device (on CUDA without making device
+        objects: ``get_device()`` is the index of a CUDA tensor)."""
+        if self.is_cuda:
+            return not t.is_cuda or t.get_device() != self.index
+        return t.device != self.device
+
     def prepare(
         self,
         x: torch.Tensor,
@@ -214,10 +221,10 @@ class _Plan:
 _PLANS: dict[int, _Plan] = {}
 
 
-def _plan_for(ws: object) -> _Plan:
-    plan = _PLANS.get(id(ws))
-    if plan is not None and plan.owner() is ws:
-        return plan
+def _new_plan(ws: object) -> _Plan:
+    """Check a workspace seen for the first time (or whose id was reused) and keep its plan.
+
+    The lookup by identity is :func:`lamport_allreduce`'s own (its hot path)."""
     if not isinstance(getattr(type(ws), "layout", None), property) or not hasattr(type(ws), "closed"):
         raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(ws)})")
     owner: LamportTableOwner = ws  # type: ignore[assignment]
@@ -286,7 +293,7 @@ def lamport_allreduce(
     """
     plan = _PLANS.get(id(workspace))
     if plan is None or plan.owner() is not workspace:
-        plan = _plan_for(workspace)
+        plan = _new_plan(workspace)
     if workspace.closed:
         _PLANS.pop(id(workspace), None)
         workspace.workspace  # noqa: B018 -- raises the owner's own "closed" error
@@ -301,19 +308,14 @@ def lamport_allreduce(
     call = plan.calls.get((x.dtype, shape, phase, max_spins, block, num_programs))
     if call is None:
         call = plan.prepare(x, workspace, phase, max_spins, block, num_programs)
-    cuda, index = plan.is_cuda, plan.index  # on CUDA, compare without making device objects
-    if not (x.is_cuda and x.get_device() == index) if cuda else x.device != plan.device:
+    if plan.elsewhere(x):
         raise InvalidValueError(f"x is on {x.device}, the workspace on {plan.device}")
     contiguous = x.is_contiguous()
     if out is None:  # empty_like keeps a contiguous x's layout; its memory_format argument costs
         out = (
             torch.empty_like(x) if contiguous else torch.empty_like(x, memory_format=torch.contiguous_format)
         )
-    elif (
-        out.dtype != x.dtype
-        or out.shape != shape
-        or (not (out.is_cuda and out.get_device() == index) if cuda else out.device != plan.device)
-    ):
+    elif out.dtype != x.dtype or out.shape != shape or plan.elsewhere(out):
         raise LengthMismatchError(
             f"out must match x: {tuple(x.shape)} {x.dtype} on {x.device} "
             f"(got {tuple(out.shape)} {out.dtype} on {out.device})"
@@ -334,10 +336,11 @@ def lamport_allreduce(
         dst = torch.empty_like(src)
         xp, op = src.data_ptr(), dst.data_ptr()
     raw = (plan.table_addr, xp, op, *call.scalars)
-    slot = (not xp & 15) | (not op & 15) << 1
+    x16, o16 = not xp & 15, not op & 15  # 16-byte alignment: part of the launch signature
+    slot = x16 | o16 << 1
     bound = call.bound[slot]
     if bound is None or not bound(call.grid, raw):
-        key = (call.key, not xp & 15, not op & 15)
+        key = (call.key, x16, o16)
         args = (plan.table, src, dst, *call.scalars)
         _KERNEL.launch(plan.device, call.grid, key, args, call.meta, call.warps, raw)
         call.bound[slot] = _KERNEL.bound(key)
