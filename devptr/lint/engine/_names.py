@@ -18,17 +18,18 @@ _CONVENTIONAL: Final = {"np": "numpy", "numpy": "numpy", "torch": "torch", "ctyp
 _BLOCKS: Final = ("body", "orelse", "finalbody")
 
 
-def _imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
-    """Import statements of *body*, nested blocks included (statements only: cheap), in
-    the order they appear."""
-    found: list[ast.Import | ast.ImportFrom] = []
+def statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of *body* and of every block nested in it (branches, loops, ``with``,
+    handlers, cases, function and class bodies), depth first in the order they are written.
+
+    Statements only, no expressions: cheap enough for every parsed file.
+    """
+    found: list[ast.stmt] = []
     stack: list[list[ast.stmt]] = [body]
     while stack:
         block = stack.pop()
         for i, stmt in enumerate(block):
-            if isinstance(stmt, ast.Import | ast.ImportFrom):
-                found.append(stmt)
-                continue
+            found.append(stmt)
             nested: list[list[ast.stmt]] = []
             for field in _BLOCKS:
                 inner = getattr(stmt, field, None)
@@ -44,6 +45,11 @@ def _imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
                 stack.extend(reversed(nested))
                 break
     return found
+
+
+def _imports(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements of *body*, nested blocks included, in the order they appear."""
+    return [s for s in statements(body) if isinstance(s, ast.Import | ast.ImportFrom)]
 
 
 class Names:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from devptr.lint import catalogue as cat
-from devptr.lint.engine._names import Names
+from devptr.lint.engine._names import Names, statements
 from devptr.lint.engine._values import DType
 
 TWO_63: Final = 1 << 63
@@ -214,21 +214,6 @@ def _device_attribute(target: ast.AST) -> bool:
     ) and target.attr.strip("_") in cat.DEVICE_ATTRIBUTES
 
 
-def _all_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Statements of *body* and of every block, function and class nested in it."""
-    stack = [body]
-    while stack:
-        for stmt in stack.pop():
-            yield stmt
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(stmt, field, None)
-                if block:
-                    stack.append(block)
-            for group in ("handlers", "cases"):
-                for item in getattr(stmt, group, None) or ():
-                    stack.append(item.body)
-
-
 def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
     """Whether *cls* declares that its tensors live in host memory.
 
@@ -251,7 +236,7 @@ def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
                     if not is_host_device(stmt.value, names):
                         return False
                     bound = True
-    for stmt in _all_statements(cls.body):  # statements only: cheap
+    for stmt in statements(cls.body):  # statements only: cheap
         if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for t in targets:
