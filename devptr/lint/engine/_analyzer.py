@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import bisect
 import itertools
-import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
@@ -114,6 +113,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self._stmt: ast.stmt | None = None
         self._quiet_nodes: set[int] = set()
         self._host_classes: dict[int, bool] = {}
+        self._base_names: frozenset[str] | None = None
 
     # ----------------------------------------------------------------- driver
 
@@ -642,11 +642,21 @@ class ModuleAnalyzer(ExpressionEvaluator):
             last = getattr(cls, "end_lineno", None) or len(self._lines)
             known = self._hot(syn.HOST_CLASS_TRIGGER, cls.lineno, last) and (
                 syn.declares_host_only(cls, self.names)
-            ) and re.search(
-                rf"^[ \t]*class\s+\w+\s*\([^)]*\b{re.escape(cls.name)}\b", self._source, re.M
-            ) is None
+            ) and cls.name not in self._derived_from()
             self._host_classes[id(cls)] = known
         return known
+
+    def _derived_from(self) -> frozenset[str]:
+        """The names the module's classes derive from: every name or attribute in their
+        base and keyword lists (``class A(Base)``, ``class B(mod.Base, metaclass=M)``)."""
+        if self._base_names is None:
+            self._base_names = frozenset(
+                n.id if isinstance(n, ast.Name) else n.attr
+                for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef)
+                for arg in (*c.bases, *(kw.value for kw in c.keywords))
+                for n in ast.walk(arg) if isinstance(n, ast.Name | ast.Attribute)
+            )
+        return self._base_names
 
     def _assign(
         self, target: ast.expr, val: Val | None, value: ast.expr | None, scope: Scope
@@ -779,16 +789,12 @@ class ModuleAnalyzer(ExpressionEvaluator):
             scope.env[branch] = Val(Kind.DTYPE, dtype=DType.BRANCH)
 
     def _dtype_branch_stmt_fix(self, stmt: ast.If) -> Fix | None:
-        """The fix of ``if is_xpu(): d = torch.uint64 / else: d = torch.int64`` (one
-        assignment on each side)."""
-        pair = [s for s in (*stmt.body, *stmt.orelse) if isinstance(s, ast.Assign)]
-        if len(stmt.body) != 1 or len(stmt.orelse) != 1 or len(pair) != 2:
+        """The fix of a branch :meth:`_dtype_branch_stmt` recognised, when each side is that
+        one assignment (``if is_xpu(): d = torch.uint64 / else: d = torch.int64``)."""
+        if len(stmt.body) != 1 or len(stmt.orelse) != 1:
             return None
-        first, second = pair
-        if not (len(first.targets) == len(second.targets) == 1 and isinstance(
-            first.targets[0], ast.Name
-        ) and isinstance(second.targets[0], ast.Name) and first.targets[0].id == second.targets[0].id):
-            return None
+        first, second = stmt.body[0], stmt.orelse[0]
+        assert isinstance(first, ast.Assign) and isinstance(second, ast.Assign)
         uint64_first = syn.literal_dtype(first.value, self.names) is DType.U64
         uint64 = first.value if uint64_first else second.value
         return self._dtype_branch_fix(stmt, stmt.test, uint64, uint64_first, first.targets[0])
