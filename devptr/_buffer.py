@@ -15,7 +15,7 @@ from devptr._errors import LengthMismatchError, PtrTypeError, describe
 from devptr._ptr import DevicePtr
 from devptr._storage import Storage, as_readonly
 from devptr._strided import strided_addresses
-from devptr._table_base import AddressTable
+from devptr._table_base import AddressTable, guarded
 
 CapT = TypeVar("CapT", bound=int, default=int)
 """The capacity as a type (``PtrBuffer[Literal[72]]``); plain ``PtrBuffer`` means any."""
@@ -64,8 +64,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self._attach(st, st.rows)
 
     def _attach(self, storage: Storage, n: int) -> None:
-        self._st = storage
-        self._n = n
+        super()._attach(storage, n)
         self._np: U64Array = storage.np[:n]
 
     @staticmethod
@@ -81,6 +80,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
     @overload
     def __getitem__(self, i: slice) -> list[DevicePtr]: ...
 
+    @guarded
     def __getitem__(self, i: int | slice) -> DevicePtr | list[DevicePtr]:
         self._live()
         if isinstance(i, slice):
@@ -90,12 +90,22 @@ class PtrBuffer(AddressTable, Generic[CapT]):
 
     def __setitem__(self, i: int | slice, value: DevicePtr | Addresses) -> None:
         st = self._st
-        if type(value) is DevicePtr and type(i) is int and 0 <= i < self._n and st is not None:
+        if (
+            type(value) is DevicePtr
+            and type(i) is int
+            and 0 <= i < self._n
+            and st is not None
+            and self._guard is None
+        ):
             if st._event is not None:
                 st.wait_host()
             self._np[i] = value.addr
             return
-        self._live()
+        self._set(i, value)
+
+    @guarded
+    def _set(self, i: int | slice, value: DevicePtr | Addresses) -> None:
+        st = self._live()
         if isinstance(i, slice):
             start, stop = self._slice(i)
             arr = ptr_array(value, "value")
@@ -105,13 +115,18 @@ class PtrBuffer(AddressTable, Generic[CapT]):
                 )
             self.fill(start, arr)
             return
-        self._index(i)
+        k = self._index(i)
+        if type(value) is DevicePtr:
+            st.wait_host()
+            self._np[k] = value.addr
+            return
         raise PtrTypeError(
             f"PtrBuffer entries are DevicePtr (got {describe(value)}); "
             "wrap raw addresses with DevicePtr(x) or DevicePtr.of(tensor)"
         )
 
     # -- bulk writes ------------------------------------------------------------------
+    @guarded
     def fill(self, start: int, ptrs: Addresses) -> int:
         """Write addresses from index ``start``; return the index after the last one.
 
@@ -128,6 +143,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self._np[first : first + n] = arr
         return first + n
 
+    @guarded
     def fill_strided(
         self,
         start: int,
@@ -158,6 +174,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self._np[first:end] = res
         return end
 
+    @guarded
     def clear(self) -> None:
         """Set every entry to the null address."""
         st = self._live()
@@ -165,6 +182,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self._np[:] = 0
 
     # -- views (host/device/to_device: AddressTable) --------------------------------------
+    @guarded
     def numpy(self) -> U64Array:
         """A read-only uint64 numpy view of the host entries (zero-copy)."""
         self._live()
