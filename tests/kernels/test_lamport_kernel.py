@@ -302,7 +302,7 @@ def test_after_a_timeout_every_rank_fails_until_rebuilt() -> None:
         assert torch.equal(out, torch.full_like(out, 6.0))
     for ws, x in zip(group[:2], xs[:2], strict=True):  # rank 2 skips this call
         lamport_allreduce(x, ws, phase="write")
-    out0 = lamport_allreduce(xs[0], group[0], phase="reduce", timeout=0.05)
+    out0 = lamport_allreduce(xs[0], group[0], phase="reduce", max_spins=3)
     assert out0.isnan().all()
     for r, ws in enumerate(group):  # every rank, also the one that skipped and the one that waited less
         with pytest.raises(LamportTimeoutError, match=f"rank {r}"):
@@ -335,8 +335,8 @@ def test_a_poisoned_workspace_waits_for_nobody_and_writes_nan() -> None:
     lamport_allreduce(xs[0], group[0], phase="write")
     lamport_allreduce(xs[0], group[0], phase="reduce", max_spins=2)  # rank 1 skipped: poisons both
     for ws, x in zip(group, xs, strict=True):
-        outs = [lamport_allreduce(x, ws, phase=p, max_spins=1 << 30) for p in ("write", "reduce")]
-        assert outs[1].isnan().all()  # returned at once (no 2**30 re-reads), and no sum
+        outs = [lamport_allreduce(x, ws, phase=p, max_spins=200) for p in ("write", "reduce")]
+        assert outs[1].isnan().all()  # no wait and no sum (before: a partial sum after 200 re-reads)
         assert ws.flag_buffer[FLAG_TIMEOUT].item() == 1
         with pytest.raises(LamportTimeoutError):
             LamportWorkspace.check(ws)
