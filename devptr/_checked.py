@@ -40,9 +40,23 @@ _ENV_DEFAULT: bool = ENABLED
 _on: contextvars.ContextVar[bool] = contextvars.ContextVar("devptr_checked", default=_ENV_DEFAULT)
 _open_blocks = 0  # checked(True) blocks open in any context
 
+
+
+class _Storage:
+    """One live storage recorded: its span, the finalizer that forgets it, its addresses."""
+
+    __slots__ = ("addrs", "end", "fin", "start")
+
+    def __init__(self, start: int, end: int, fin: weakref.finalize[[int], object]) -> None:
+        self.start = start
+        self.end = end
+        self.fin = fin
+        self.addrs: set[int] = set()
+
+
 _lock = threading.Lock()
 _by_addr: dict[int, int] = {}  # address -> key of the storage it was taken from
-_storages: dict[int, tuple[int, int, weakref.finalize, set[int]]] = {}  # key -> start, end, ...
+_storages: dict[int, _Storage] = {}  # key (the storage object's id) -> what was recorded
 _spans: list[tuple[int, int, int]] = []  # (start, end, key), sorted: "which storage contains"
 _freed: list[int] = []  # keys whose storage was freed, dropped at the next registry call
 
@@ -66,7 +80,7 @@ def record(addr: int, start: int, end: int, storage: object) -> None:
     with _lock:
         _purge()
         entry = _storages.get(key)
-        if entry is not None and (entry[0], entry[1]) != (start, end):  # resized in place
+        if entry is not None and (entry.start, entry.end) != (start, end):  # resized in place
             _drop(key)
             entry = None
         if entry is None:
@@ -75,16 +89,13 @@ def record(addr: int, start: int, end: int, storage: object) -> None:
             except TypeError:
                 return
             fin.atexit = False
-            entry = (start, end, fin, set())
-            _storages[key] = entry
+            entry = _storages[key] = _Storage(start, end, fin)
             bisect.insort(_spans, (start, end, key))
         old = _by_addr.get(addr)
-        if old is not None and old != key:
-            old_entry = _storages.get(old)
-            if old_entry is not None:
-                old_entry[3].discard(addr)
+        if old is not None and old != key and old in _storages:
+            _storages[old].addrs.discard(addr)
         _by_addr[addr] = key
-        entry[3].add(addr)
+        entry.addrs.add(addr)
 
 
 def _forget(key: int) -> None:
@@ -104,13 +115,13 @@ def _drop(key: int) -> None:
     entry = _storages.pop(key, None)
     if entry is None:
         return
-    start, end, fin, addrs = entry
-    fin.detach()
-    for a in addrs:
+    entry.fin.detach()
+    for a in entry.addrs:
         if _by_addr.get(a) == key:
             del _by_addr[a]
-    k = bisect.bisect_left(_spans, (start, end, key))
-    if k < len(_spans) and _spans[k] == (start, end, key):
+    span = (entry.start, entry.end, key)
+    k = bisect.bisect_left(_spans, span)
+    if k < len(_spans) and _spans[k] == span:
         del _spans[k]
 
 
@@ -120,7 +131,7 @@ def extents_get(addr: int) -> tuple[int, int] | None:
         _purge()
         key = _by_addr.get(addr)
         entry = None if key is None else _storages.get(key)
-        return None if entry is None else (entry[0], entry[1])
+        return None if entry is None else (entry.start, entry.end)
 
 
 def find(addr: int) -> tuple[int, int] | None:
@@ -134,7 +145,7 @@ def find(addr: int) -> tuple[int, int] | None:
         key = _by_addr.get(addr)
         if key is not None:
             entry = _storages[key]
-            return entry[0], entry[1]
+            return entry.start, entry.end
         k = bisect.bisect_right(_spans, (addr, 1 << 64, 0)) - 1
         while k >= 0:  # spans of live storages do not overlap; zero-length ones may share a start
             start, end, _ = _spans[k]
@@ -150,7 +161,7 @@ def extents() -> dict[int, tuple[int, int]]:
     """A snapshot of every recorded ``addr -> (start, end)`` (a copy, safe to keep)."""
     with _lock:
         _purge()
-        return {a: (_storages[k][0], _storages[k][1]) for a, k in _by_addr.items()}
+        return {a: (_storages[k].start, _storages[k].end) for a, k in _by_addr.items()}
 
 
 def clear() -> None:

@@ -109,9 +109,9 @@ def allocation_failed(shape: tuple[int, ...], where: str, exc: BaseException) ->
     )
 
 
-def _zeros(shape: tuple[int, ...], where: str, **kw: object) -> torch.Tensor:
+def _zeros(shape: tuple[int, ...], where: str, pin_memory: bool = False) -> torch.Tensor:
     try:
-        return torch.zeros(shape, dtype=torch.uint64, **kw)  # type: ignore[call-overload]
+        return torch.zeros(shape, dtype=torch.uint64, pin_memory=pin_memory)
     except (RuntimeError, TypeError, OverflowError) as exc:  # MemoryError-like: too large
         raise allocation_failed(shape, where, exc) from None
 

@@ -112,7 +112,7 @@ class PtrTable(AddressTable):
         return (arr if arr.dtype == np.int64 else arr.astype(np.int64)).view(U64)
 
     @guarded
-    def fill(self, start: int, **columns: Addresses | IntValues) -> int:
+    def fill(self, /, start: int, **columns: Addresses | IntValues) -> int:
         """Write records from ``start``; every column must be given, all of one length.
 
         Pointer columns take DevicePtrs, tensors or uint64 arrays; INT columns take 1-D

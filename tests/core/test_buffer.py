@@ -201,7 +201,12 @@ def test_capacity_too_large_to_allocate_is_a_state_error() -> None:
 
 @pytest.mark.parametrize(
     ("device", "error"),
-    [("gpu", "UnknownBackendError"), ("cuda:x", "UnknownBackendError"), (0, "PtrTypeError"), (1.0, "PtrTypeError")],
+    [
+        ("gpu", "UnknownBackendError"),
+        ("cuda:x", "UnknownBackendError"),
+        (0, "PtrTypeError"),
+        (1.0, "PtrTypeError"),
+    ],
 )
 def test_bad_device_names_raise_the_same_class_as_ptr_tensor(device: object, error: str) -> None:
     import devptr

@@ -71,7 +71,9 @@ def _reads_back(buf: PtrBuffer, start: int, values: list[int]) -> None:
 # -- PtrBuffer --------------------------------------------------------------------------
 @PROFILE
 @given(values=addr_lists, start=st.integers(0, 30), capacity=st.integers(0, 30), as_array=st.booleans())
-def test_fill_is_bit_exact_or_writes_nothing(values: list[int], start: int, capacity: int, as_array: bool) -> None:
+def test_fill_is_bit_exact_or_writes_nothing(
+    values: list[int], start: int, capacity: int, as_array: bool
+) -> None:
     buf = PtrBuffer(capacity, pin_memory=False)
     buf.fill(0, np.arange(capacity, dtype=np.uint64) * np.uint64(8))  # a known background
     before = _bits(buf)
@@ -221,7 +223,9 @@ def test_store_is_bit_exact_in_every_container(kind: str, values: list[int], dat
 
 @PROFILE
 @given(kind=kinds, values=st.lists(addrs, min_size=1, max_size=6), data=st.data())
-def test_failing_store_leaves_the_container_identical(kind: str, values: list[int], data: st.DataObject) -> None:
+def test_failing_store_leaves_the_container_identical(
+    kind: str, values: list[int], data: st.DataObject
+) -> None:
     n = len(values)
     c = _container(kind, n)
     before = _container_bits(c)

@@ -49,10 +49,10 @@ from devptr.kernels._lamport_layout import (
     LAYOUT_CLEAR,
     LAYOUT_COMM,
     LAYOUT_WORDS,
+    POISON_BITS,
     ROUNDS,
     SECTION_NAMES,
     SENTINEL_BITS,
-    POISON_BITS,
     SLOT_ALIGN,
     LamportLayout,
 )
