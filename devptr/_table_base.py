@@ -53,6 +53,14 @@ def guarded(method: Callable[Concatenate[T, P], R]) -> Callable[Concatenate[T, P
     return run
 
 
+def copy_refused(table: object) -> PtrTypeError:
+    """The error for copying a pooled handle (``copy.copy``, ``copy.deepcopy``)."""
+    return PtrTypeError(
+        f"a pooled {type(table).__name__} cannot be copied: a copy would outlive the handle's "
+        "release and write into the next holder's storage; copy its entries into a new table"
+    )
+
+
 class TableBase:
     """``capacity`` rows of a :class:`Storage`; the handle a pool can invalidate.
 
@@ -82,17 +90,10 @@ class TableBase:
         return st
 
     # -- copies: a pooled handle is never duplicated; tables never pickle -----------------
-    def _refuse_copy(self, what: str) -> PtrTypeError:
-        name = type(self).__name__
-        return PtrTypeError(
-            f"a pooled {name} cannot be {what}: a copy would outlive the handle's release and "
-            f"write into the next holder's storage; copy its entries into a new table instead"
-        )
-
     def __copy__(self: T) -> T:
         """A second handle over the same storage (tables not from a pool only)."""
         if self._guard is not None:
-            raise self._refuse_copy("copied")
+            raise copy_refused(self)
         new = object.__new__(type(self))
         for name in _slot_names(type(self)):
             if name != "__weakref__" and hasattr(self, name):
@@ -102,7 +103,7 @@ class TableBase:
     def __deepcopy__(self: T, memo: dict[int, Any]) -> T:
         """A new table with its own storage holding a copy of the entries (and mirror)."""
         if self._guard is not None:
-            raise self._refuse_copy("copied")
+            raise copy_refused(self)
         st = self._live()
         new = object.__new__(type(self))
         memo[id(self)] = new
