@@ -80,8 +80,13 @@ class PtrBuffer(AddressTable, Generic[CapT]):
     @overload
     def __getitem__(self, i: slice) -> list[DevicePtr]: ...
 
-    @guarded
     def __getitem__(self, i: int | slice) -> DevicePtr | list[DevicePtr]:
+        if type(i) is int and self._guard is None and self._st is not None and 0 <= i < self._n:
+            return DevicePtr(int(self._np[i]))
+        return self._get(i)
+
+    @guarded
+    def _get(self, i: int | slice) -> DevicePtr | list[DevicePtr]:
         self._live()
         if isinstance(i, slice):
             start, stop = self._slice(i)
@@ -101,6 +106,15 @@ class PtrBuffer(AddressTable, Generic[CapT]):
                 st.wait_host()
             self._np[i] = value.addr
             return
+        g = self._guard
+        if g is not None and type(value) is DevicePtr and type(i) is int:
+            with g:  # a pooled handle: the same fast write, while the handle is held
+                st = self._st
+                if st is not None and 0 <= i < self._n:
+                    if st._event is not None:
+                        st.wait_host()
+                    self._np[i] = value.addr
+                    return
         self._set(i, value)
 
     @guarded
