@@ -176,10 +176,10 @@ def _lamport_allreduce_kernel(
     if poisoned:
         # A timeout somewhere: compute nothing, wait for nobody; say so and write NaN.
         tl.store(flag + F_TIMEOUT, 1)
-        if REDUCE:
-            for c in range(pid, nchunks, nprog):
-                idx = offs + c * BLOCK
-                tl.store(ow + idx, tl.full([BLOCK], _nan_word(KIND), tl.int32), mask=idx < n_words)
+        if REDUCE:  # (names of its own: a name both branches bind must have one type)
+            for cz in range(pid, nchunks, nprog):
+                iz = offs + cz * BLOCK
+                tl.store(ow + iz, tl.full([BLOCK], _nan_word(KIND), tl.int32), mask=iz < n_words)
     else:
         # Every slot starts on a SLOT_ALIGN boundary (Lamport buffers are allocated aligned,
         # comm_size and slot sizes are multiples of it): the hints, on word offsets and base
