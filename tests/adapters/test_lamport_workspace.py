@@ -186,3 +186,25 @@ def test_construction_errors() -> None:
             encoding="U64",  # type: ignore[arg-type]
             exchange=lambda p: fakes,
         )
+
+
+def test_devices_go_through_the_core_resolver() -> None:
+    """Issue 24: the adapter used torch.device() itself (torch's RuntimeError for "gpu")."""
+    from devptr import StateError, UnknownBackendError
+
+    fakes = [DevicePtr(a) for a in HIGH_ADDRESSES[:2]]
+
+    def build(device: object) -> LamportWorkspace:
+        return LamportWorkspace(
+            0, 2, 1024, device=device, peer_memory=FakePeerMemory(fakes), exchange=lambda p: fakes  # type: ignore[arg-type]
+        )
+
+    with pytest.raises(UnknownBackendError, match="gpu"):
+        build("gpu")
+    with pytest.raises(PtrTypeError, match="device"):
+        build(0)
+    if not torch.cuda.is_available():
+        with pytest.raises(StateError, match="not available"):
+            build("cuda:0")
+    with pytest.raises(UnknownBackendError):
+        local_group(2, 512, device="gpu")
