@@ -12,7 +12,7 @@ For random addresses (every bit pattern, weighted to the edges: 0, 2**63 - 1, 2*
 
 The example counts come from a hypothesis settings profile: ``ci`` (the default: the
 whole module in well under 30 s on a 2-core machine, both torch versions) or
-``thorough`` (``DEVPTR_HYPOTHESIS_PROFILE=thorough``: 20x more examples).
+``thorough`` (``DEVPTR_HYPOTHESIS_PROFILE=thorough``: 8x more examples).
 """
 
 from __future__ import annotations
@@ -40,12 +40,12 @@ from devptr import (
 )
 
 settings.register_profile(
-    "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "devptr-core-ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
-    "thorough", max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "devptr-core-thorough", max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-PROFILE = settings.get_profile(os.environ.get("DEVPTR_HYPOTHESIS_PROFILE", "ci"))
+PROFILE = settings.get_profile(f"devptr-core-{os.environ.get('DEVPTR_HYPOTHESIS_PROFILE', 'ci')}")
 
 EDGES = [0, 1, 8, 2**63 - 8, 2**63 - 1, 2**63, 2**63 + 8, 2**64 - 8, 2**64 - 1]
 addrs = st.one_of(st.sampled_from(EDGES), st.integers(0, 2**64 - 1))
