@@ -450,3 +450,48 @@ def test_strided_copies_are_exact_or_refused_whole(
         with pytest.raises(AddressOverflowError):
             b.add_strided_copies(1, DevicePtr(sb), si, DevicePtr(db), di, stride, sizes)
         assert all(np.array_equal(x, y) for x, y in zip(before, b.numpy(), strict=True))
+
+
+def test_add_copies_racing_release_never_reaches_the_next_holder() -> None:
+    """Issue 22 #10 for the EC pool: a thread's add_copies validates (its sources' data_ptr()
+    blocks half-way) while another releases the handle and the storage goes to a new
+    holder. The write must finish before the release (the handle's guard), so the new
+    holder starts zeroed."""
+    import threading
+
+    pool = DescriptorBufferPool("cpu", backend="cuda")
+    bufs = pool.acquire(4)
+    validating, go, released = threading.Event(), threading.Event(), threading.Event()
+
+    class Blocking:
+        def data_ptr(self) -> int:
+            validating.set()
+            assert go.wait(10)
+            return 0x1000
+
+    errors: list[BaseException] = []
+    holder: list[object] = []
+
+    def writer() -> None:
+        try:
+            bufs.add_copies(0, [Blocking()], [DevicePtr(0x2000)], [64])  # type: ignore[list-item]
+        except BaseException as exc:
+            errors.append(exc)
+
+    def releaser() -> None:
+        pool.release(bufs)
+        holder.append(pool.acquire(4))
+        released.set()
+
+    w = threading.Thread(target=writer)
+    w.start()
+    assert validating.wait(10)
+    r = threading.Thread(target=releaser)
+    r.start()
+    released.wait(0.5)  # before the fix: done here, while the write still waits
+    go.set()
+    w.join(10)
+    r.join(10)
+    assert errors == [] and holder
+    src, dst, sizes = holder[0].numpy()  # type: ignore[attr-defined]
+    assert src.tolist() == [0] * 4 and dst.tolist() == [0] * 4 and sizes.tolist() == [0] * 4
