@@ -71,8 +71,10 @@ def check_command(
         _check(paths, output_format, select, extend_select, ignore, exclude, config, jobs,
                progress, statistics, force_exclude)
     except KeyboardInterrupt:
+        from devptr.lint.engine._pool import exit_now
+
         typer.echo("devptr check: interrupted", err=True)
-        raise typer.Exit(130) from None
+        exit_now(130)
 
 
 def _check(

@@ -15,35 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import stat
 import tempfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from devptr._errors import DevPtrError
 from devptr.lint.engine import Stamp
 from devptr.lint.engine._files import SourceError, digest, read_bytes
+from devptr.lint.engine._pool import sigint_held
 
 
 class WriteRefusedError(DevPtrError, ValueError):
     """A migrated file was not written; the message says why and that it is unchanged."""
-
-
-@contextlib.contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Hold SIGINT back for the block (main thread, POSIX); delivered when it ends."""
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not (
-        threading.main_thread()
-    ):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -92,7 +75,7 @@ def write_back(path: Path, text: str, *, encoding: str, stamp: Stamp, sha: str) 
     st = _unchanged(real, stamp, sha)
     if not st.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise WriteRefusedError("read-only (no write permission bit); not written")
-    with _sigint_held():
+    with sigint_held():
         try:
             fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".devptr")
         except OSError as exc:
