@@ -281,6 +281,11 @@ class CopyPlan:
         dsts: list[int] = []
         for pos, gid in enumerate(self.mamba_group_ids):
             ids = block_ids[gid]
+            if not (0 <= src < len(ids) and 0 <= dest < len(ids)):  # a -1 is a bug, not "last"
+                raise CapacityError(
+                    f"group {gid}: block index src {src} or dest {dest} outside its "
+                    f"{len(ids)} block ids"
+                )
             col = (ids[src], ids[src + bias] if src + bias < len(ids) else -1)
             for j in (0, 1):
                 lim = self.limit[2 * pos + j]

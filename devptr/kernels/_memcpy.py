@@ -254,7 +254,7 @@ def _launch_segments(
         type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1)
     ):
         raise _knob_error("byte_chunk", byte_chunk, "a power of two >= 16")
-    if _checked.ENABLED:
+    if _checked.ENABLED and _checked.is_enabled():
         check_segments(s[:count], d[:count], z[:count])
     if count == 0:
         return

@@ -31,7 +31,7 @@ from devptr._errors import (
 )
 from devptr._ptr import ADDR_LIMIT, SIGN_BIT
 from devptr._storage import Storage, current_device, resolve_device
-from devptr._table_base import TableBase
+from devptr._table_base import TableBase, guarded
 from devptr.adapters.ec_connector._checks import check_extent
 
 if TYPE_CHECKING:
@@ -107,6 +107,7 @@ class DescriptorBuffers(TableBase):
         return self._st is None
 
     # -- writes ---------------------------------------------------------------------
+    @guarded
     def add_copies(
         self, first: int, sources: Addresses, destinations: Addresses, byte_counts: ByteCounts
     ) -> int:
@@ -150,6 +151,7 @@ class DescriptorBuffers(TableBase):
         size_col[first:end] = sizes
         return end
 
+    @guarded
     def add_strided_copies(
         self,
         first: int,
@@ -214,6 +216,7 @@ class DescriptorBuffers(TableBase):
         return end
 
     # -- views ----------------------------------------------------------------------
+    @guarded
     def host(
         self, n: int | None = None, encoding: Encoding | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -229,6 +232,7 @@ class DescriptorBuffers(TableBase):
         t = st.host.view(enc.torch_dtype)
         return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
 
+    @guarded
     def to_device(
         self, n: int | None = None, encoding: Encoding = Encoding.U64
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -246,6 +250,7 @@ class DescriptorBuffers(TableBase):
         t = st.mirror.view(encoding.torch_dtype)
         return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
 
+    @guarded
     def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]:
         """Read-only uint64 numpy views ``(src, dst, sizes)`` of the first ``n`` copies."""
         st = self._live()
@@ -270,6 +275,7 @@ class DescriptorBuffers(TableBase):
         """All byte counts, as a host tensor in :attr:`encoding` (same values either way)."""
         return self.host()[2]
 
+    @guarded
     def swap(self, n: int, *, is_src_access_order_any: bool = False, path: SwapPath = "auto") -> None:
         """Run the first ``n`` copies: ``swap_blocks_batch`` over these buffers.
 
