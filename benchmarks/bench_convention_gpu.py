@@ -89,7 +89,7 @@ def load_vllm_batch_memcpy(path: Path) -> Any:
 def find_vllm_file(arg: str | None) -> Path:
     if arg:
         return Path(arg)
-    from tools.vllm_ref import vllm_source_root
+    from tools.wheel_sources import vllm_source_root
 
     return vllm_source_root() / "vllm" / "v1" / "worker" / "mamba_utils.py"
 
