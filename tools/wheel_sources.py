@@ -9,7 +9,8 @@ Looked up in this order:
 - a complete unzipped copy in the cache folder ``$DEVPTR_CACHE_DIR/<dist>-<version>``
   (default ``<tempdir>/devptr-cache``);
 - otherwise the wheel is downloaded there (``pip download --no-deps``, which needs the
-  package index) and its package sources and ``.dist-info`` unzipped next to it.
+  package index), its package sources and ``.dist-info`` unzipped next to it, and the
+  downloaded wheel deleted.
 
 Command line: ``python -m tools.wheel_sources [NAME]`` prints the package folder of NAME
 (default ``vllm``), downloading it first when needed.
@@ -86,7 +87,8 @@ def download(name: str, dest: Path) -> None:
     tree = TREES[name]
     dest.mkdir(parents=True, exist_ok=True)
     wheels = sorted(dest.glob(f"{tree.dist}-{tree.version}-*.whl"))
-    if not wheels:
+    fetched = not wheels
+    if fetched:
         cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", tree.requirement,
                "-d", str(dest)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -101,6 +103,8 @@ def download(name: str, dest: Path) -> None:
             if (m.startswith(f"{tree.package}/") and m.endswith(".py")) or ".dist-info/" in m
         ]
         zf.extractall(dest, members)
+    if fetched:
+        wheels[0].unlink()  # the sources are what is used (vLLM: 57 MB of 378 MB)
 
 
 def given_vllm_root() -> Path | None:
