@@ -90,7 +90,9 @@ def test_cli_demo_subprocess() -> None:
     assert "all bit-exact" in proc.stdout
 
 
-def test_piped_demo_honours_columns(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_piped_demo_honours_columns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`COLUMNS=80 devptr demo > file`: rich reads COLUMNS, and the demo keeps it (piped
     output without COLUMNS is widened to 120 instead of rich's 80)."""
     monkeypatch.setenv("COLUMNS", "80")
