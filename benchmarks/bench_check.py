@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import header
+from benchmarks import _harness as H
 from tools.wheel_sources import source_root
 
 
@@ -247,7 +247,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--trees", default="vllm,sglang,lmcache")
     args = parser.parse_args()
-    print(header())
+    print(H.header())
     for name in args.trees.split(","):
         tree = source_root(name)
         n_files = sum(1 for _ in (tree / name).rglob("*.py"))

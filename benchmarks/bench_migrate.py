@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks._harness import machine_line
+from benchmarks import _harness as H
 from devptr.lint.checker import FileResult, check_paths
 from devptr.lint.rules import Rule
 from devptr.migrate import Outcome, collect_files, iter_outcomes
@@ -208,7 +208,7 @@ def render(runs: dict[str, dict[str, Result]], args: argparse.Namespace) -> str:
         "# `devptr migrate` on vLLM 0.33.0, sglang 0.5.23 and LMCache 0.5.6",
         "",
         f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {machine_line()}",
+        f"- machine: {H.machine_line()}",
         f"- command: `python -m benchmarks.bench_migrate --trees {args.trees}"
         + (f" --single-job {','.join(single)}" if single else "") + "` (in-process "
         "equivalent of `devptr migrate <tree>` on a temporary copy, every core unless said)",
