@@ -57,13 +57,14 @@ if QUICK:
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import _harness as H  # noqa: E402
+from benchmarks import _workloads as W  # noqa: E402
 from devptr import Encoding, PtrBuffer, SizeBuffer  # noqa: E402
 from devptr.kernels import batch_memcpy  # noqa: E402
 
-KIB = 1024
-MIB = 1024 * 1024
+KIB = W.KIB
+MIB = W.MIB
 
 
 # -- vLLM's kernel, from the wheel's source ------------------------------------------------
@@ -89,22 +90,12 @@ def load_vllm_batch_memcpy(path: Path) -> Any:
 def find_vllm_file(arg: str | None) -> Path:
     if arg:
         return Path(arg)
-    from tools.vllm_ref import vllm_source_root
+    from tools.wheel_sources import vllm_source_root
 
     return vllm_source_root() / "vllm" / "v1" / "worker" / "mamba_utils.py"
 
 
 # -- part 1: same kernel, different table ---------------------------------------------------
-def mamba_batch(
-    device: torch.device, quick: bool
-) -> tuple[list[torch.Tensor], list[torch.Tensor], list[int]]:
-    n, small, big = (4, 48 * KIB, 256 * KIB) if quick else (72, 48 * KIB, 2 * MIB)
-    sizes = [small] * n + [big] * n
-    srcs = [torch.randint(0, 255, (s,), dtype=torch.uint8, device=device) for s in sizes]
-    dsts = [torch.empty(s, dtype=torch.uint8, device=device) for s in sizes]
-    return srcs, dsts, sizes
-
-
 def vllm_way_tables(
     srcs: list[torch.Tensor], dsts: list[torch.Tensor], sizes: list[int], device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -155,7 +146,7 @@ def interleaved_graphs(
 
 
 def same_kernel(vllm_kernel: Any, device: torch.device, quick: bool, rounds: int) -> dict[str, Any]:
-    srcs, dsts, sizes = mamba_batch(device, quick)
+    srcs, dsts, sizes = W.mamba_flat_batch(device, quick)
     n = len(sizes)
     v_src, v_dst, v_sizes = vllm_way_tables(srcs, dsts, sizes, device)
     d_src, d_dst, d_sizes = devptr_tables(srcs, dsts, sizes, device)

@@ -28,7 +28,7 @@ import importlib
 import importlib.util
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import numpy as np
 import torch
@@ -48,14 +48,30 @@ from devptr._errors import (
 from devptr._ptr import SIGN_BIT
 from devptr.adapters.ec_connector._checks import check_extent, default_device
 
-if TYPE_CHECKING:
-    from devptr.adapters.ec_connector._descriptors import DescriptorBuffers
-
 SwapOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], None]
 """``fn(src, dst, sizes, is_src_access_order_any)``: host tensors of equal length, in the
 encoding of the op's device type; every entry is one copy of ``sizes[i]`` bytes."""
 
 SwapPath = Literal["auto", "op", "kernel", "host"]
+
+Views = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+class Descriptors(Protocol):
+    """What the swap paths read of a descriptor table (``DescriptorBuffers``, which imports
+    this module; nothing here imports it back)."""
+
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def device(self) -> torch.device: ...
+    @property
+    def encoding(self) -> Encoding: ...
+    def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]: ...
+    def host(self, n: int | None = None, encoding: Encoding | None = None) -> Views: ...
+    def to_device(self, n: int | None = None, encoding: Encoding = Encoding.U64) -> Views: ...
 
 _lock = threading.Lock()
 _registered: dict[str, SwapOp | None] = {}
@@ -299,7 +315,7 @@ def swap_blocks_batch(
 
 
 def swap_buffers(
-    bufs: DescriptorBuffers,
+    bufs: Descriptors,
     n: int,
     *,
     is_src_access_order_any: bool = False,
