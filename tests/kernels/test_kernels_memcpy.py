@@ -59,13 +59,14 @@ def test_random_segments_match_torch(seed: int, kernel_device: torch.device) -> 
     assert torch.equal(dst_mem, want)
 
 
-@pytest.mark.parametrize("shift", [0, 8, 24, 4, 12, 2, 1, 7])  # agree mod 16, 8, 4, 2, none
+@pytest.mark.parametrize("shift", [0, 8, 24, 4, 12, 2, 1, 7, 3, 15])  # agree mod 16, 8, 4, 2, none
 @pytest.mark.parametrize("base", [0, 3])
 def test_every_alignment_class_copies_exactly(shift: int, base: int, kernel_device: torch.device) -> None:
-    # 4093-byte segments whose sources and destinations agree modulo 16, 8 or 4 (the word
-    # paths, with head and tail bytes) or not even modulo 4 (the byte path); split over
-    # programs with remainders (chunk 1024, split 3).
-    sizes = [4093, 4093, 1, 7, 4093 * 2 + 5]
+    # 4093-byte segments whose sources and destinations agree modulo 16 (the 16-byte path)
+    # or differ modulo 16 (the shifted path: whole words when they agree modulo 8, else a
+    # funnel shift of two source words), with head and tail bytes, short segments that are
+    # all head, and remainders; split over programs (chunk 1024, split 3).
+    sizes = [4093, 4093, 1, 7, 15, 16, 17, 31, 33, 4093 * 2 + 5]
     src_offs, dst_offs, s, d = [], [], base, base + shift
     for z in sizes:
         src_offs.append(s)
@@ -80,6 +81,31 @@ def test_every_alignment_class_copies_exactly(shift: int, base: int, kernel_devi
         want[do : do + z] = src_mem[so : so + z]
     src, dst, sz = _tables(src_mem, dst_mem, src_offs, dst_offs, sizes, kernel_device)
     batch_memcpy(src, dst, sz, chunk=1024, split=3)
+    assert torch.equal(dst_mem, want)
+
+
+def test_random_relative_alignment_one_launch(kernel_device: torch.device) -> None:
+    # many segments of odd sizes, each at its own source and destination offset modulo
+    # 16, in one launch with the launcher's own split and step (the benchmark's case)
+    rng = np.random.default_rng(11)
+    n = 64
+    sizes = [int(x) for x in rng.integers(0, 700, n)]
+    src_offs, dst_offs, s, d = [], [], 0, 0
+    for z in sizes:
+        s += int(rng.integers(0, 16))
+        d += int(rng.integers(0, 16))
+        src_offs.append(s)
+        dst_offs.append(d)
+        s += z
+        d += z
+    g = torch.Generator().manual_seed(5)
+    src_mem = torch.randint(0, 256, (s + 16,), dtype=torch.uint8, generator=g).to(kernel_device)
+    dst_mem = torch.full((d + 16,), 0x5A, dtype=torch.uint8, device=kernel_device)
+    want = dst_mem.clone()
+    for so, do, z in zip(src_offs, dst_offs, sizes, strict=True):
+        want[do : do + z] = src_mem[so : so + z]
+    src, dst, sz = _tables(src_mem, dst_mem, src_offs, dst_offs, sizes, kernel_device)
+    batch_memcpy(src, dst, sz)
     assert torch.equal(dst_mem, want)
 
 
