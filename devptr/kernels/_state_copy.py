@@ -113,6 +113,7 @@ def copy_state_blocks(
     idx_mapping: torch.Tensor | None = None,
     skip_same_block: bool = False,
     tiles: int = 1,
+    slices: bool = False,
     chunk: int = CHUNK,
     byte_chunk: int = BYTE_CHUNK,
     num_warps: int = NUM_WARPS,
@@ -139,6 +140,9 @@ def copy_state_blocks(
     tiles
         Programs sharing each whole-block copy (conv windows use the first program only
         when they overlap).
+    slices
+        How the ``tiles`` programs share a copy: contiguous slices (True) or steps dealt
+        round-robin (False).
 
     Notes
     -----
@@ -198,6 +202,7 @@ def copy_state_blocks(
         "CHUNK": chunk,
         "BYTE_CHUNK": byte_chunk,
         "ROW_BLOCK": 128,
+        "SLICE": bool(slices),
     }
     key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
     raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)

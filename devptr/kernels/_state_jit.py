@@ -57,6 +57,7 @@ def _copy_state_blocks_kernel(
     CHUNK: tl.constexpr,
     BYTE_CHUNK: tl.constexpr,
     ROW_BLOCK: tl.constexpr,
+    SLICE: tl.constexpr,
 ):
     """Grid ``(num_reqs, num_states, tiles)``; see :func:`copy_state_blocks`.
 
@@ -99,10 +100,10 @@ def _copy_state_blocks_kernel(
                 ntok = conv_width - bias
                 if rows <= 1:
                     src = src0 + (bias * token_bytes).to(tl.uint64)
-                    _copy_segment(src, dst, ntok * token_bytes, t, tiles, CHUNK, BYTE_CHUNK)
+                    _copy_segment(src, dst, ntok * token_bytes, t, tiles, CHUNK, BYTE_CHUNK, SLICE)
                 elif t == 0:
                     _shift_rows(src0, dst, rows, row_stride, token_bytes, bias, ntok, ROW_BLOCK)
             else:
                 src_block = tl.load(bt + src_col + bias).to(tl.int64)
                 src = base + (src_block * block_stride).to(tl.uint64)
-                _copy_segment(src, dst, copy_bytes, t, tiles, CHUNK, BYTE_CHUNK)
+                _copy_segment(src, dst, copy_bytes, t, tiles, CHUNK, BYTE_CHUNK, SLICE)

@@ -37,8 +37,11 @@ def _group_ptrs(setup, device):  # type: ignore[no-untyped-def]
     return buf
 
 
+@pytest.mark.parametrize("slices", [False, True])
 @pytest.mark.parametrize("skip_same_block", [False, True])
-def test_state_copies_match_vllm_copy_specs(skip_same_block: bool, kernel_device: torch.device) -> None:
+def test_state_copies_match_vllm_copy_specs(
+    skip_same_block: bool, slices: bool, kernel_device: torch.device
+) -> None:
     setup = make_setup(kernel_device, seed=1)
     # req 0: plain move; 1: shift by 2 across blocks; 2: same-column shift (memmove in place);
     # 3: skipped (src -1); 4: same column, bias 0 (skipped); 5: shift 3 (window of 1 token)
@@ -47,7 +50,7 @@ def test_state_copies_match_vllm_copy_specs(skip_same_block: bool, kernel_device
     bias = [0, 2, 1, 0, 0, 3]
     want = reference(setup, src, dst, bias, list(range(6)), skip_same_block)
     _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=skip_same_block, tiles=3,
-         chunk=512, byte_chunk=64)
+         slices=slices, chunk=512, byte_chunk=64)
     for got, exp in zip(setup.states, want, strict=True):
         assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
 
