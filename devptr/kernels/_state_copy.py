@@ -18,6 +18,8 @@ of the int32 block table whose address is ``block_table_ptrs[group]``. Requests 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
+from typing import TypedDict
 
 import torch
 
@@ -63,6 +65,36 @@ _META_CONSTANTS: dict[str, int] = {
     **{f"COL_{m.name}": int(m) for m in StateMeta},
 }
 """The :class:`StateMeta` columns as the kernel's constexprs (the kernel holds no copy)."""
+
+
+class StateCopyConfig(TypedDict):
+    """Launch knobs of :func:`copy_state_blocks` (keyword arguments)."""
+
+    tiles: int
+    chunk: int
+    num_warps: int
+    slices: bool
+
+
+TILE_BYTES = 64 * 1024
+"""Bytes of a whole-block copy one program takes (sets ``tiles``)."""
+MAX_TILES = 128
+STATE_CHUNK = 8192
+"""Bytes one program moves per step in state copies."""
+
+
+def state_copy_config(copy_bytes: Sequence[int], num_reqs: int, device: torch.device) -> StateCopyConfig:
+    """Launch knobs for a state copy whose largest whole-block copy is ``max(copy_bytes)``.
+
+    ``tiles`` programs share each copy, in contiguous slices of about :data:`TILE_BYTES`;
+    ``num_reqs`` and ``device`` are accepted for policies that depend on the batch and the
+    device's multiprocessor count (the measured policy does not: see
+    ``benchmarks/results/kernels.md``).
+    """
+    del num_reqs, device
+    largest = max((int(b) for b in copy_bytes), default=0)
+    tiles = max(1, min(MAX_TILES, -(-largest // TILE_BYTES)))
+    return {"tiles": tiles, "chunk": STATE_CHUNK, "num_warps": NUM_WARPS, "slices": True}
 
 
 def _meta_tensor(meta: object) -> torch.Tensor:
