@@ -43,9 +43,9 @@ from typing import Any
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks import _harness as H  # noqa: E402
-from devptr import DevicePtr, PtrBuffer, PtrTable  # noqa: E402
-from devptr.kernels import STATE_META_COLUMNS, copy_state_blocks, state_copy_config  # noqa: E402
+from benchmarks import _harness as H
+from devptr import DevicePtr, PtrBuffer, PtrTable
+from devptr.kernels import STATE_META_COLUMNS, copy_state_blocks, state_copy_config
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -221,7 +221,7 @@ def configs(sweep: bool) -> list[dict[str, Any]]:
     if not sweep:
         return []
     out = []
-    for tiles in (16, 32, 64):
+    for tiles in (16, 32, 64, 128):
         for chunk in (4096, 8192, 16384):
             for warps in (4, 8):
                 for slices in (False, True):

@@ -13,12 +13,18 @@ Paths, chosen per call (``path="auto"``):
     ``devptr.kernels.batch_memcpy`` copies the bytes. Device-to-device, and device-to-host
     or host-to-device when the host memory is pinned (the GPU reads and writes pinned host
     memory through unified addressing). Stream-ordered on the current stream.
+``copy_engine``
+    CUDA: the copy engines, one ``cudaMemcpyBatchAsync`` call over the host tables (a
+    ``cudaMemcpyAsync`` per copy where the runtime has no batched call); see
+    :mod:`devptr.adapters.ec_connector._engines`. Stream-ordered on the current stream.
 ``host``
     When the copies run on the CPU (no accelerator: every tensor is host memory), a
     ``ctypes.memmove`` per copy, synchronous.
 
 ``auto`` picks ``op`` when one exists for the backend, else ``host`` when the device is
-the CPU, else ``kernel``.
+the CPU; on CUDA, ``kernel`` or ``copy_engine`` by the crossovers measured on the device
+(:func:`devptr.adapters.ec_connector.calibrate_engines`; the choice of the last batch is
+:func:`devptr.adapters.ec_connector.last_engine_choice`); elsewhere ``kernel``.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ SwapOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], None]
 """``fn(src, dst, sizes, is_src_access_order_any)``: host tensors of equal length, in the
 encoding of the op's device type; every entry is one copy of ``sizes[i]`` bytes."""
 
-SwapPath = Literal["auto", "op", "kernel", "host"]
+SwapPath = Literal["auto", "op", "kernel", "copy_engine", "host"]
 
 _lock = threading.Lock()
 _registered: dict[str, SwapOp | None] = {}
@@ -138,12 +144,14 @@ def swap_op_for(device_type: str) -> SwapOp | None:
 
 def choose_path(backend: str, device: torch.device, path: SwapPath = "auto") -> SwapPath:
     """The path ``swap_blocks_batch`` takes for ``backend``'s op and copies on ``device``."""
-    if path not in ("auto", "op", "kernel", "host"):
-        raise PtrTypeError(f"path must be 'auto', 'op', 'kernel' or 'host' (got {path!r})")
+    if path not in ("auto", "op", "kernel", "copy_engine", "host"):
+        raise PtrTypeError(f"path must be 'auto', 'op', 'kernel', 'copy_engine' or 'host' (got {path!r})")
     if path == "op" and swap_op_for(backend) is None:
         raise StateError(f"no swap_blocks_batch op is registered for {backend!r}")
     if path == "host" and device.type != "cpu":
         raise InvalidValueError(f"the host copy path runs only on the CPU (device is {device})")
+    if path == "copy_engine" and device.type != "cuda":
+        raise InvalidValueError(f"the copy-engine path runs only on CUDA devices (device is {device})")
     if path != "auto":
         return path
     if swap_op_for(backend) is not None:
@@ -230,6 +238,29 @@ def kernel_copy(
     batch_memcpy(src, dst, sizes, n, max_size=max_size)
 
 
+def _engine(
+    path: SwapPath, chosen: SwapPath, device: torch.device, s: U64Array, d: U64Array, k: U64Array
+) -> SwapPath:
+    """``kernel`` or ``copy_engine`` for a device batch: measured (``auto`` on CUDA) or asked."""
+    if device.type != "cuda" or chosen not in ("kernel", "copy_engine"):
+        return chosen
+    from devptr.adapters.ec_connector import _engines as E
+
+    if path == "auto":
+        choice = E.choose(device, s, d, k)
+    else:
+        block = int(k.sum()) // max(int(k.shape[0]), 1)
+        choice = E.record(E.EngineChoice(E.copy_engine_name() if chosen == "copy_engine" else "kernel",
+                                         None, block, f"path={path!r} requested"))
+    return "kernel" if choice.engine == "kernel" else "copy_engine"
+
+
+def _copy_engines(s: U64Array, d: U64Array, k: U64Array, device: torch.device, any_order: bool) -> None:
+    from devptr.adapters.ec_connector import _engines as E
+
+    E.run_engine(E.copy_engine_name(), s, d, k, device, any_order)
+
+
 # -- entry points -----------------------------------------------------------------------
 def swap_blocks_batch(
     src: torch.Tensor,
@@ -258,10 +289,11 @@ def swap_blocks_batch(
     backend
         Device type of the platform op to dispatch to (default: ``device``'s type).
     is_src_access_order_any
-        Passed to the platform op (CUDA: lets the DMA engine read sources out of stream
-        order; only safe when no stream writes them concurrently).
+        Passed to the platform op and the copy engines (CUDA: lets the DMA engine read
+        sources out of stream order; only safe when no stream writes them concurrently).
     path
-        ``"auto"`` (see the module doc), or force ``"op"``, ``"kernel"`` or ``"host"``.
+        ``"auto"`` (see the module doc), or force ``"op"``, ``"kernel"``,
+        ``"copy_engine"`` or ``"host"``.
 
     Notes
     -----
@@ -282,7 +314,10 @@ def swap_blocks_batch(
     chosen = choose_path(be, dev, path)
     if count == 0:
         return
-    if chosen == "op":
+    chosen = _engine(path, chosen, dev, s, d, k)
+    if chosen == "copy_engine":
+        _copy_engines(s, d, k, dev, is_src_access_order_any)
+    elif chosen == "op":
         enc = encoding_for(be)
         op = swap_op_for(be)
         assert op is not None
@@ -316,7 +351,10 @@ def swap_buffers(
     chosen = choose_path(bufs.backend, bufs.device, path)
     if count == 0:
         return
-    if chosen == "op":
+    chosen = _engine(path, chosen, bufs.device, s, d, k)
+    if chosen == "copy_engine":
+        _copy_engines(s, d, k, bufs.device, is_src_access_order_any)
+    elif chosen == "op":
         op = swap_op_for(bufs.backend)
         assert op is not None
         hs, hd, hk = bufs.host(count, bufs.encoding)

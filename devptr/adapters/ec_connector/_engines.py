@@ -1,0 +1,365 @@
+"""Which engine runs an EC swap batch on a CUDA device: the SM kernel or the copy engines.
+
+Two engines move the bytes of a batch of descriptors on CUDA:
+
+``kernel``
+    ``devptr.kernels.batch_memcpy``: the descriptors go to the device in one copy, one
+    launch copies every block on the multiprocessors (pinned host memory is reached
+    through unified addressing).
+``copy_engine``
+    The copy engines, through the CUDA runtime's batched call ``cudaMemcpyBatchAsync``
+    (CUDA 12.8 and later) on the host tables as they are: one native call for the whole
+    batch, the way vLLM's C++ ``swap_blocks_batch`` makes it. Where the runtime has no
+    batched call, ``cudaMemcpyAsync`` per descriptor (``copy_engine_loop``).
+
+Neither wins everywhere: the SM kernel has no per-descriptor cost (small blocks), the copy
+engines move large blocks over PCIe with fewer bytes of overhead and leave the SMs free.
+Where they cross depends on the device and its link, so the choice is made from
+**crossovers measured on the device** (:func:`calibrate`: each engine timed on scratch
+buffers for block sizes of 4 KiB to 4 MiB and each direction), once per device and kept
+for the process; :func:`choose` then picks, for a batch, the engine that was faster at the
+measured block size nearest (on a log scale) to the batch's mean bytes per descriptor.
+Every choice is kept (:func:`last_choice`) and logged at DEBUG level on the
+``devptr.ec`` logger; ``path="kernel"`` or ``path="copy_engine"`` on the swap entry points
+overrides it. Nothing here runs without CUDA; the CUDA runtime library is the one the
+process (torch) already loaded, opened with ``ctypes``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+import torch
+
+from devptr._convert import U64, U64Array
+from devptr._errors import StateError
+
+Engine = Literal["kernel", "copy_engine", "copy_engine_loop"]
+Direction = Literal["H2D", "D2H", "D2D", "H2H"]
+
+LOG = logging.getLogger("devptr.ec")
+
+KIB = 1024
+CALIBRATION_BLOCKS: tuple[int, ...] = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1024 * KIB, 4096 * KIB)
+"""Block sizes :func:`calibrate` times by default."""
+CALIBRATION_BYTES = 32 * 1024 * KIB
+"""Bytes per timed batch in :func:`calibrate`."""
+
+_SONAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
+_MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: the direction from unified addressing
+_ORDER_STREAM, _ORDER_ANY = 1, 3  # cudaMemcpySrcAccessOrderStream / ...Any
+_MEM_TYPE_DEVICE, _MEM_TYPE_MANAGED = 2, 3  # cudaMemoryType
+
+
+class _MemLocation(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _MemcpyAttributes(ctypes.Structure):
+    """``cudaMemcpyAttributes`` (CUDA 12.8+): access order, location hints, flags."""
+
+    _fields_ = [
+        ("srcAccessOrder", ctypes.c_int),
+        ("srcLocHint", _MemLocation),
+        ("dstLocHint", _MemLocation),
+        ("flags", ctypes.c_uint),
+    ]
+
+
+class _PointerAttributes(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("device", ctypes.c_int),
+        ("devicePointer", ctypes.c_void_p),
+        ("hostPointer", ctypes.c_void_p),
+    ]
+
+
+class CudaRuntime:
+    """The process's CUDA runtime library, with the three calls the engines need."""
+
+    def __init__(self, lib: ctypes.CDLL, version: int) -> None:
+        self.lib = lib
+        self.version = version
+        self.has_batch = version >= 12080 and hasattr(lib, "cudaMemcpyBatchAsync")
+        self._fail_idx = version < 13000  # 12.8/12.9 take a failIdx argument before the stream
+        self._attrs = {order: _MemcpyAttributes(order, _MemLocation(), _MemLocation(), 0)
+                       for order in (_ORDER_STREAM, _ORDER_ANY)}
+        self._zero = ctypes.c_size_t(0)
+        self._fail = ctypes.c_size_t(0)
+
+    def batch(self, dst: U64Array, src: U64Array, sizes: U64Array, stream: int, any_order: bool) -> None:
+        """``cudaMemcpyBatchAsync`` over three contiguous uint64 arrays (no copies made)."""
+        attr = self._attrs[_ORDER_ANY if any_order else _ORDER_STREAM]
+        n = int(sizes.shape[0])
+        args: list[object] = [
+            ctypes.c_void_p(dst.ctypes.data), ctypes.c_void_p(src.ctypes.data),
+            ctypes.c_void_p(sizes.ctypes.data), ctypes.c_size_t(n), ctypes.byref(attr),
+            ctypes.byref(self._zero), ctypes.c_size_t(1),
+        ]
+        if self._fail_idx:
+            args.append(ctypes.byref(self._fail))
+        args.append(ctypes.c_void_p(stream))
+        _check(self.lib.cudaMemcpyBatchAsync(*args), "cudaMemcpyBatchAsync")
+
+    def loop(self, dst: U64Array, src: U64Array, sizes: U64Array, stream: int) -> None:
+        """``cudaMemcpyAsync`` per descriptor."""
+        fn = self.lib.cudaMemcpyAsync
+        st = ctypes.c_void_p(stream)
+        for d, s, k in zip(dst.tolist(), src.tolist(), sizes.tolist(), strict=True):
+            if k:
+                _check(fn(ctypes.c_void_p(d), ctypes.c_void_p(s), ctypes.c_size_t(k), _MEMCPY_DEFAULT, st),
+                       "cudaMemcpyAsync")
+
+    def on_device(self, addr: int) -> bool:
+        """Whether ``addr`` is device (or managed) memory, by ``cudaPointerGetAttributes``."""
+        attrs = _PointerAttributes()
+        _check(self.lib.cudaPointerGetAttributes(ctypes.byref(attrs), ctypes.c_void_p(addr)),
+               "cudaPointerGetAttributes")
+        return attrs.type in (_MEM_TYPE_DEVICE, _MEM_TYPE_MANAGED)
+
+
+def _check(err: int, what: str) -> None:
+    if err:
+        raise StateError(f"{what} failed with CUDA error {err}")
+
+
+_runtime: list[CudaRuntime | None] = []
+_lock = threading.Lock()
+
+
+def cuda_runtime() -> CudaRuntime | None:
+    """The CUDA runtime library already loaded by torch (by its soname), or None."""
+    with _lock:
+        if not _runtime:
+            _runtime.append(_load())
+        return _runtime[0]
+
+
+def _load() -> CudaRuntime | None:
+    if not torch.cuda.is_available():
+        return None
+    torch.cuda.init()
+    for name in _SONAMES:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        version = ctypes.c_int(0)
+        if lib.cudaRuntimeGetVersion(ctypes.byref(version)) == 0:
+            return CudaRuntime(lib, version.value)
+    return None
+
+
+def direction(rt: CudaRuntime, src: int, dst: int) -> Direction:
+    """A batch's direction from its first descriptor (batches are one direction)."""
+    s = "D" if rt.on_device(src) else "H"
+    d = "D" if rt.on_device(dst) else "H"
+    return f"{s}2{d}"  # type: ignore[return-value]
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineChoice:
+    """Which engine ran a batch, and why."""
+
+    engine: Engine
+    direction: Direction | None
+    block_bytes: int
+    reason: str
+
+
+@dataclasses.dataclass
+class Crossovers:
+    """Measured throughput (GB/s, payload) per direction, block size and engine."""
+
+    device: str
+    rates: dict[str, dict[int, dict[str, float]]] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    def best(self, direction: str, block_bytes: int) -> tuple[Engine, str] | None:
+        """The faster engine at the measured block size nearest to ``block_bytes``."""
+        table = self.rates.get(direction)
+        if not table:
+            return None
+        size = min(table, key=lambda b: abs(math.log2(b) - math.log2(max(block_bytes, 1))))
+        row = table[size]
+        engine = max(row, key=lambda e: row[e])
+        shown = ", ".join(f"{e} {v:.1f}" for e, v in sorted(row.items()))
+        return engine, f"measured at {size // KIB} KiB blocks on {self.device}: {shown} GB/s"  # type: ignore[return-value]
+
+
+_crossovers: dict[int, Crossovers] = {}
+_last: list[EngineChoice] = []
+
+
+def crossovers(device: torch.device) -> Crossovers | None:
+    """The crossovers measured for ``device`` in this process (None before :func:`calibrate`)."""
+    return _crossovers.get(_index(device))
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def last_choice() -> EngineChoice | None:
+    """The choice of the most recent swap that went through the dispatcher."""
+    return _last[-1] if _last else None
+
+
+def record(choice: EngineChoice) -> EngineChoice:
+    _last[:] = [choice]
+    LOG.debug("EC swap: %s (%s, %d-byte blocks): %s", choice.engine, choice.direction,
+              choice.block_bytes, choice.reason)
+    return choice
+
+
+Runner = Callable[[U64Array, U64Array, U64Array], None]
+
+
+def run_engine(engine: Engine, src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device,
+               any_order: bool = False) -> None:
+    """Run one batch on ``engine`` (host uint64 tables; current stream of ``device``)."""
+    if engine == "kernel":
+        _kernel_runner(src, dst, sizes, device)()
+        return
+    rt = cuda_runtime()
+    if rt is None:
+        raise StateError("the copy-engine path needs the CUDA runtime library (none was found)")
+    stream = torch.cuda.current_stream(device).cuda_stream
+    s, d, k = (np.ascontiguousarray(a, dtype=U64) for a in (src, dst, sizes))
+    if engine == "copy_engine" and rt.has_batch:
+        rt.batch(d, s, k, stream, any_order)
+    else:
+        rt.loop(d, s, k, stream)
+
+
+def copy_engine_name() -> Engine:
+    """``copy_engine`` where the runtime has the batched call, else ``copy_engine_loop``."""
+    rt = cuda_runtime()
+    return "copy_engine" if rt is not None and rt.has_batch else "copy_engine_loop"
+
+
+def calibrate(
+    device: torch.device | str | None = None,
+    *,
+    directions: Sequence[Direction] = ("H2D", "D2H", "D2D"),
+    block_sizes: Sequence[int] = CALIBRATION_BLOCKS,
+    total: int = CALIBRATION_BYTES,
+    repeat: int = 3,
+) -> Crossovers:
+    """Time the SM kernel and the copy engines on scratch buffers of ``device``; keep the result.
+
+    For each direction and block size, one batch of ``total`` bytes in blocks of that size
+    (block ``perm[i]`` to block ``i``), each engine ``repeat`` times after a warm-up, on a
+    side stream (CUDA events; the median counts). Synchronises the device; allocates
+    ``total`` bytes of device memory (twice) and of pinned host memory (once), freed on
+    return. Call it outside CUDA-graph capture; :func:`choose` calls it on first use.
+    """
+    dev = torch.device("cuda") if device is None else torch.device(device)
+    if dev.type != "cuda":
+        raise StateError(f"calibrate needs a CUDA device (got {dev})")
+    dev = torch.device("cuda", _index(dev))
+    result = Crossovers(torch.cuda.get_device_name(dev))
+    ce = copy_engine_name()
+    side = torch.cuda.Stream(dev)
+    with torch.cuda.device(dev), torch.cuda.stream(side):
+        a = torch.empty(total, dtype=torch.uint8, device=dev)
+        b = torch.empty(total, dtype=torch.uint8, device=dev)
+        h = torch.empty(total, dtype=torch.uint8, pin_memory=True)
+        ends = {"H": h, "D": a}
+        for direc in directions:
+            src_mem = ends[direc[0]]
+            dst_mem = b if direc[2] == "D" else h
+            if src_mem is dst_mem:
+                continue
+            table: dict[int, dict[str, float]] = {}
+            for bs in block_sizes:
+                n = max(1, total // bs)
+                perm = np.random.default_rng(bs).permutation(n).astype(U64)
+                s = np.uint64(src_mem.data_ptr()) + perm * np.uint64(bs)
+                d = np.uint64(dst_mem.data_ptr()) + np.arange(n, dtype=U64) * np.uint64(bs)
+                k = np.full(n, bs, dtype=U64)
+                row: dict[str, float] = {}
+                for engine in ("kernel", ce):
+                    try:
+                        fn = _kernel_runner(s, d, k, dev) if engine == "kernel" else (
+                            lambda e=engine: run_engine(e, s, d, k, dev))  # type: ignore[misc]
+                        row[engine] = n * bs / _time(fn, repeat) / 1e9
+                    except StateError as exc:
+                        result.notes.append(f"{direc} {bs} B, {engine}: {exc}")
+                if row:
+                    table[bs] = row
+            result.rates[direc] = table
+        side.synchronize()
+        del a, b, h
+    _crossovers[_index(dev)] = result
+    LOG.debug("EC engine crossovers for %s: %s", result.device, result.rates)
+    return result
+
+
+def _kernel_runner(src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device) -> Callable[[], None]:
+    """The SM kernel on tables uploaded once (the swap path uploads them from pinned memory,
+    a few microseconds for the batches calibrated here)."""
+    from devptr.adapters.ec_connector._swap import kernel_copy
+
+    tabs = [torch.from_numpy(a.view(np.int64)).to(device).view(torch.uint64) for a in (src, dst, sizes)]
+    n, top = int(sizes.shape[0]), int(sizes.max())
+    return lambda: kernel_copy(tabs[0], tabs[1], tabs[2], n, top)
+
+
+def _time(fn: Callable[[], object], repeat: int) -> float:
+    """Median seconds of one call (CUDA events on the current stream, after a warm-up)."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return float(np.median(times))
+
+
+def choose(device: torch.device, src: U64Array, dst: U64Array, sizes: U64Array) -> EngineChoice:
+    """The engine for one batch on ``device`` (calibrating the device on first use)."""
+    n = int(sizes.shape[0])
+    block = int(sizes.sum()) // max(n, 1)
+    rt = cuda_runtime()
+    if rt is None:
+        return record(EngineChoice("kernel", None, block, "no CUDA runtime library for the copy engines"))
+    if torch.cuda.is_current_stream_capturing():
+        return record(EngineChoice("kernel", None, block, "stream capture: the capturable kernel"))
+    direc = direction(rt, int(src[0]), int(dst[0]))
+    table = crossovers(device)
+    if table is None:
+        table = calibrate(device)
+    best = table.best(direc, block)
+    if best is None:
+        return record(EngineChoice("kernel", direc, block, f"no measurement for {direc}"))
+    return record(EngineChoice(best[0], direc, block, best[1]))
+
+
+__all__ = [
+    "CALIBRATION_BLOCKS",
+    "CALIBRATION_BYTES",
+    "Crossovers",
+    "CudaRuntime",
+    "Engine",
+    "EngineChoice",
+    "calibrate",
+    "choose",
+    "copy_engine_name",
+    "crossovers",
+    "cuda_runtime",
+    "last_choice",
+    "run_engine",
+]
