@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda")
     before = load_before(args.before_jit) if args.before_jit else None
     vllm = load_vllm_batch_memcpy(find_vllm_file(args.vllm_file))
-    res: dict[str, Any] = {"meta": H.meta(), "rows": []}
+    res: dict[str, Any] = {"meta": {**H.meta(), "machine": H.machine_line()}, "rows": []}
     todo = cases() + ([] if args.no_sweep else sweep())
     for name, layout in todo:
         b = Batch(device, *layout())

@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda")
     unregister_swap_op("cuda")
     side = torch.cuda.Stream(device)  # the copy engines' batched call refuses the legacy default stream
-    res: dict[str, Any] = {"meta": H.meta(), "rows": []}
+    res: dict[str, Any] = {"meta": {**H.meta(), "machine": H.machine_line()}, "rows": []}
     rt = E.cuda_runtime()
     res["runtime"] = None if rt is None else {"version": rt.version, "batch": rt.has_batch}
     with torch.cuda.stream(side):

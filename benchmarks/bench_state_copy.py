@@ -342,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             if bad:
                 return 1
         return 0
-    res: dict[str, Any] = {"meta": H.meta(), "vllm_file": str(path), "cases": []}
+    res: dict[str, Any] = {"meta": {**H.meta(), "machine": H.machine_line()}, "vllm_file": str(path), "cases": []}
     res["registers"] = registers(kernel, m)
     sweep = configs(not args.no_sweep)
     for r in reqs:

@@ -74,12 +74,10 @@ class _MemcpyAttributes(ctypes.Structure):
 
 
 class _PointerAttributes(ctypes.Structure):
-    _fields_ = [
-        ("type", ctypes.c_int),
-        ("device", ctypes.c_int),
-        ("devicePointer", ctypes.c_void_p),
-        ("hostPointer", ctypes.c_void_p),
-    ]
+    """``cudaPointerAttributes``: its first field, and room for the rest (the struct has
+    grown reserved words across CUDA releases; the runtime writes all of them)."""
+
+    _fields_ = [("type", ctypes.c_int), ("rest", ctypes.c_byte * 252)]
 
 
 class CudaRuntime:
