@@ -56,18 +56,20 @@ MIB = 1024 * KIB
 BLOCKS = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1 * MIB, 4 * MIB)
 
 
-def _event_time(fn: Callable[[], object]) -> float:
+def _event_time(fn: Callable[[], object], number: int) -> float:
+    """Seconds per call of ``number`` back-to-back calls between CUDA events."""
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     start.record()
-    fn()
+    for _ in range(number):
+        fn()
     end.record()
     end.synchronize()
-    return float(start.elapsed_time(end)) * 1e-3
+    return float(start.elapsed_time(end)) * 1e-3 / number
 
 
 def run_case(direction: str, block: int, total: int, iters: int, pool: DescriptorBufferPool,
-             arenas: dict[str, torch.Tensor]) -> dict[str, Any]:
+             arenas: dict[str, torch.Tensor], number: int, profile: bool) -> dict[str, Any]:
     device = arenas["D"].device
     n = max(1, total // block)
     nbytes = n * block
@@ -100,6 +102,8 @@ def run_case(direction: str, block: int, total: int, iters: int, pool: Descripto
     }
     if rt is not None and rt.has_batch:
         fns["copy engines, one native call"] = lambda: rt.batch(hd, hs, hk, stream, False)
+        if direction != "D2D":
+            fns["SM + copy engines, half each"] = lambda: E.split_copy(hs, hd, hk, (ds, dd, dk), device, 0.5)
     fns["torch per-block loop"] = torch_loop
     ok: dict[str, bool | str] = {}
     for k, f in fns.items():
@@ -118,11 +122,28 @@ def run_case(direction: str, block: int, total: int, iters: int, pool: Descripto
         f()
     torch.cuda.synchronize()
     samples: dict[str, list[float]] = {k: [] for k in live}
+    single: dict[str, list[float]] = {k: [] for k in ("EC auto", "EC kernel (before)") if k in live}
     for _ in range(iters):
         for k, f in live.items():
-            samples[k].append(_event_time(f))
+            samples[k].append(_event_time(f, number))
+        for k in single:
+            single[k].append(_event_time(live[k], 1))
     bufs.swap(n)
     choice = last_engine_choice()
+    if profile:
+        import cProfile
+        import pstats
+
+        for label, fn in (("auto", lambda: bufs.swap(n)), ("kernel", lambda: bufs.swap(n, path="kernel"))):
+            torch.cuda.synchronize()
+            pr = cProfile.Profile()
+            pr.enable()
+            for _ in range(20):
+                fn()
+            pr.disable()
+            torch.cuda.synchronize()
+            print(f"-- cProfile, 20 x bufs.swap {label}, {direction} {block} B x {n}", flush=True)
+            pstats.Stats(pr).sort_stats("tottime").print_stats(14)
     pool.release(bufs)
     gbps = {k: nbytes / statistics.median(v) / 1e9 for k, v in samples.items()}
     rivals = [gbps[k] for k in ("SM kernel, tables ready", "copy engines, one native call", "torch per-block loop")
@@ -130,21 +151,26 @@ def run_case(direction: str, block: int, total: int, iters: int, pool: Descripto
     return {
         "direction": direction, "block": block, "blocks": n, "bytes": nbytes, "correct": ok, "GBps": gbps,
         "median_ms": {k: statistics.median(v) * 1e3 for k, v in samples.items()},
+        "single_GBps": {k: nbytes / statistics.median(v) / 1e9 for k, v in single.items()},
+        "calls_per_sample": number,
         "auto_engine": None if choice is None else choice.engine,
         "auto_reason": None if choice is None else choice.reason,
+        "auto_fraction": None if choice is None else choice.fraction,
         "auto_vs_best": gbps.get("EC auto", 0.0) / max(rivals) if rivals else None,
         "auto_vs_contiguous": gbps.get("EC auto", 0.0) / gbps["contiguous"],
     }
 
 
 COLS = ["EC auto", "EC kernel (before)", "SM kernel, tables ready", "copy engines, one native call",
-        "torch per-block loop", "contiguous"]
+        "SM + copy engines, half each", "torch per-block loop", "contiguous"]
 
 
 def markdown(res: dict[str, Any]) -> str:
     out = [f"- command: `{res['meta']['command']}`", f"- date: {res['meta']['date']}",
            f"- machine: {res['meta']['machine']}", f"- CUDA runtime: {res['runtime']}",
-           f"- calibration: {res['calibration_s']:.2f} s; notes: {res['calibration_notes']}", "",
+           f"- calibration: {res['calibration_s']:.2f} s; notes: {res['calibration_notes']}",
+           f"- GB/s: payload / median time per batch, {res['rows'][0]['calls_per_sample']} batches back to back "
+           "per sample (single-batch figures in the JSON)", "",
            "| direction | block | blocks | " + " | ".join(f"{c} GB/s" for c in COLS)
            + " | auto chose | auto / best of three | auto / contiguous | all correct |",
            "|---|---|---:|" + "---:|" * len(COLS) + "---|---:|---:|---|"]
@@ -153,7 +179,8 @@ def markdown(res: dict[str, Any]) -> str:
         blk = f"{r['block'] // KIB} KiB" if r["block"] < MIB else f"{r['block'] // MIB} MiB"
         vals = " | ".join(f"{g[c]:.1f}" if c in g else "n/a" for c in COLS)
         best = r["auto_vs_best"]
-        out.append(f"| {r['direction']} | {blk} | {r['blocks']} | {vals} | {r['auto_engine']} | "
+        chose = r["auto_engine"] if r["auto_engine"] != "split" else f"split ({r['auto_fraction']:.2f} CE)"
+        out.append(f"| {r['direction']} | {blk} | {r['blocks']} | {vals} | {chose} | "
                    f"{best:.3f} | {r['auto_vs_contiguous']:.3f} | {all(v is True for v in r['correct'].values())} |")
     return "\n".join(out)
 
@@ -187,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--total", type=int, default=256 * MIB)
     ap.add_argument("--iters", type=int, default=7)
     ap.add_argument("--directions", default="H2D,D2H,D2D")
+    ap.add_argument("--number", type=int, default=4, help="back-to-back batches per timed sample")
     args = ap.parse_args(argv)
     device = torch.device("cuda")
     unregister_swap_op("cuda")
@@ -200,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         res["calibration_s"] = time.perf_counter() - t0
         res["crossovers"] = {d: {str(b): v for b, v in t.items()} for d, t in cross.rates.items()}
         res["calibration_notes"] = cross.notes
+        res["split_fractions"] = {d: {str(b): v for b, v in t.items()} for d, t in cross.fractions.items()}
         big = args.total
         arenas = {
             "D": torch.randint(0, 256, (big,), dtype=torch.uint8, device=device),
@@ -210,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         for direction in args.directions.split(","):
             for block in BLOCKS:
                 total = args.total if block >= 64 * KIB else min(args.total, 64 * MIB)
-                res["rows"].append(run_case(direction, block, total, args.iters, pool, arenas))
+                prof = direction == "H2D" and block in (4 * KIB, 4 * MIB)
+                res["rows"].append(run_case(direction, block, total, args.iters, pool, arenas, args.number, prof))
                 r = res["rows"][-1]
                 print(direction, block, {k: round(v, 1) for k, v in r["GBps"].items()}, r["auto_engine"], flush=True)
     text = markdown(res)

@@ -87,7 +87,9 @@ def load_vllm_precopy(path: Path) -> Any:
 class Model:
     """The layers' state tensors, one block table, and both sides' metadata tables."""
 
-    def __init__(self, device: torch.device, layers: int, conv_kib: int, temporal_mib: int, blocks: int) -> None:
+    def __init__(
+        self, device: torch.device, layers: int, conv_kib: int, temporal_mib: int, blocks: int, max_reqs: int
+    ) -> None:
         self.device = device
         width = 3
         dim = conv_kib * KIB // (width * 2)  # bf16
@@ -102,11 +104,13 @@ class Model:
             self.states += [conv.view(torch.bfloat16), temporal.view(torch.bfloat16)]
             self.kinds += ["conv", "temporal"]
         self.copy_bytes = [s[0].numel() * s.element_size() for s in self.states]
-        self.max_reqs = 64
-        self.max_blocks = 4
+        self.max_reqs = max_reqs
+        self.max_blocks = 4  # block columns per request: every request has its own blocks
         perm = torch.randperm(blocks, generator=torch.Generator().manual_seed(1))
         need = self.max_reqs * self.max_blocks
-        ids = perm[:need] if blocks >= need else perm[torch.arange(need) % blocks]
+        if blocks < need:
+            raise ValueError(f"{blocks} blocks for {need} distinct block ids")
+        ids = perm[:need]
         self.block_table = ids.to(torch.int32).reshape(self.max_reqs, self.max_blocks).to(device)
         n = len(self.states)
         # vLLM-built tables: int64 device tensors written element by element, as vLLM does
@@ -221,9 +225,9 @@ def configs(sweep: bool) -> list[dict[str, Any]]:
     if not sweep:
         return []
     out = []
-    for tiles in (16, 32, 64, 128):
-        for chunk in (4096, 8192, 16384):
-            for warps in (4, 8):
+    for tiles in (64, 128, 256, 512):
+        for chunk in (2048, 4096):
+            for warps in (2, 4):
                 for slices in (False, True):
                     out.append({"tiles": tiles, "chunk": chunk, "num_warps": warps, "slices": slices})
     return out
@@ -332,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     kernel = load_vllm_precopy(path)
     reqs = [int(x) for x in args.reqs.split(",")]
     layers = 4 if args.quick else args.layers
-    m = Model(device, layers, args.conv_kib, args.temporal_mib, blocks=2 * max(reqs) + 8)
+    m = Model(device, layers, args.conv_kib, args.temporal_mib, blocks=4 * max(reqs), max_reqs=max(reqs))
     if args.check_only:
         for r in reqs:
             kws = [state_copy_config(m.copy_bytes, r, device), {"tiles": 16}, *configs(not args.no_sweep)]

@@ -76,10 +76,10 @@ class StateCopyConfig(TypedDict):
     slices: bool
 
 
-TILE_BYTES = 64 * 1024
+TILE_BYTES = 16 * 1024
 """Bytes of a whole-block copy one program takes (sets ``tiles``)."""
-MAX_TILES = 128
-STATE_CHUNK = 8192
+MAX_TILES = 1024
+STATE_CHUNK = 4096
 """Bytes one program moves per step in state copies."""
 
 
@@ -94,7 +94,7 @@ def state_copy_config(copy_bytes: Sequence[int], num_reqs: int, device: torch.de
     del num_reqs, device
     largest = max((int(b) for b in copy_bytes), default=0)
     tiles = max(1, min(MAX_TILES, -(-largest // TILE_BYTES)))
-    return {"tiles": tiles, "chunk": STATE_CHUNK, "num_warps": NUM_WARPS, "slices": True}
+    return {"tiles": tiles, "chunk": STATE_CHUNK, "num_warps": NUM_WARPS, "slices": False}
 
 
 def _meta_tensor(meta: object) -> torch.Tensor:

@@ -10,7 +10,13 @@ Two engines move the bytes of a batch of descriptors on CUDA:
     The copy engines, through the CUDA runtime's batched call ``cudaMemcpyBatchAsync``
     (CUDA 12.8 and later) on the host tables as they are: one native call for the whole
     batch, the way vLLM's C++ ``swap_blocks_batch`` makes it. Where the runtime has no
-    batched call, ``cudaMemcpyAsync`` per descriptor (``copy_engine_loop``).
+    batched call, ``cudaMemcpyAsync`` per descriptor (``copy_engine_loop``). On the legacy
+    default stream (which the batched call refuses) the copies run on a side stream
+    ordered after and before the current stream's work by events.
+``split``
+    Both at once: the first ``fraction`` of the descriptors on the copy engines (side
+    stream), the rest on the SM kernel (current stream), joined by events; for block
+    sizes where the copy engines' per-descriptor cost leaves the link idle part of the time.
 
 Neither wins everywhere: the SM kernel has no per-descriptor cost (small blocks), the copy
 engines move large blocks over PCIe with fewer bytes of overhead and leave the SMs free.
@@ -41,7 +47,7 @@ import torch
 from devptr._convert import U64, U64Array
 from devptr._errors import StateError
 
-Engine = Literal["kernel", "copy_engine", "copy_engine_loop"]
+Engine = Literal["kernel", "copy_engine", "copy_engine_loop", "split"]
 Direction = Literal["H2D", "D2H", "D2D", "H2H"]
 
 LOG = logging.getLogger("devptr.ec")
@@ -171,6 +177,8 @@ class EngineChoice:
     direction: Direction | None
     block_bytes: int
     reason: str
+    fraction: float = 0.0
+    """``split``: the share of the descriptors given to the copy engines."""
 
 
 @dataclasses.dataclass
@@ -179,18 +187,23 @@ class Crossovers:
 
     device: str
     rates: dict[str, dict[int, dict[str, float]]] = dataclasses.field(default_factory=dict)
+    fractions: dict[str, dict[int, float]] = dataclasses.field(default_factory=dict)
+    """``split``'s copy-engine share per direction and block size."""
     notes: list[str] = dataclasses.field(default_factory=list)
 
-    def best(self, direction: str, block_bytes: int) -> tuple[Engine, str] | None:
-        """The faster engine at the measured block size nearest to ``block_bytes``."""
+    def best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str] | None:
+        """The fastest engine at the measured block size nearest to ``block_bytes``:
+        ``(engine, split fraction, reason)``."""
         table = self.rates.get(direction)
         if not table:
             return None
         size = min(table, key=lambda b: abs(math.log2(b) - math.log2(max(block_bytes, 1))))
         row = table[size]
         engine = max(row, key=lambda e: row[e])
+        frac = self.fractions.get(direction, {}).get(size, 0.0) if engine == "split" else 0.0
         shown = ", ".join(f"{e} {v:.1f}" for e, v in sorted(row.items()))
-        return engine, f"measured at {size // KIB} KiB blocks on {self.device}: {shown} GB/s"  # type: ignore[return-value]
+        why = f"measured at {size // KIB} KiB blocks on {self.device}: {shown} GB/s"
+        return engine, frac, why  # type: ignore[return-value]
 
 
 _crossovers: dict[int, Crossovers] = {}
@@ -221,21 +234,86 @@ def record(choice: EngineChoice) -> EngineChoice:
 Runner = Callable[[U64Array, U64Array, U64Array], None]
 
 
-def run_engine(engine: Engine, src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device,
-               any_order: bool = False) -> None:
-    """Run one batch on ``engine`` (host uint64 tables; current stream of ``device``)."""
-    if engine == "kernel":
-        _kernel_runner(src, dst, sizes, device)()
-        return
+_side: dict[int, torch.cuda.Stream] = {}
+
+
+def _side_stream(device: torch.device) -> torch.cuda.Stream:
+    idx = _index(device)
+    st = _side.get(idx)
+    if st is None:
+        st = _side[idx] = torch.cuda.Stream(torch.device("cuda", idx))
+    return st
+
+
+def copy_engines(src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device, any_order: bool = False,
+                 *, side: bool = False) -> None:
+    """The copy engines over host uint64 tables, ordered on the current stream of ``device``.
+
+    ``side`` (or a current stream that is the legacy default stream): on a side stream
+    that waits for the current stream and that the current stream then waits for.
+    """
     rt = cuda_runtime()
     if rt is None:
         raise StateError("the copy-engine path needs the CUDA runtime library (none was found)")
-    stream = torch.cuda.current_stream(device).cuda_stream
     s, d, k = (np.ascontiguousarray(a, dtype=U64) for a in (src, dst, sizes))
-    if engine == "copy_engine" and rt.has_batch:
+    cur = torch.cuda.current_stream(device)
+    if not side and cur.cuda_stream != 0:
+        _copy_on(rt, d, s, k, cur.cuda_stream, any_order)
+        return
+    other = _side_stream(device)
+    other.wait_stream(cur)
+    _copy_on(rt, d, s, k, other.cuda_stream, any_order)
+    cur.wait_stream(other)
+
+
+def _copy_on(rt: CudaRuntime, d: U64Array, s: U64Array, k: U64Array, stream: int, any_order: bool) -> None:
+    if rt.has_batch:
         rt.batch(d, s, k, stream, any_order)
     else:
         rt.loop(d, s, k, stream)
+
+
+def split_copy(
+    src: U64Array,
+    dst: U64Array,
+    sizes: U64Array,
+    device_tables: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    device: torch.device,
+    fraction: float,
+    any_order: bool = False,
+) -> None:
+    """The first ``fraction`` of the descriptors on the copy engines (side stream), the
+    rest on the SM kernel (current stream, from ``device_tables``: the same descriptors on
+    the device), the current stream then waiting for both."""
+    from devptr.adapters.ec_connector._swap import kernel_copy
+
+    n = int(sizes.shape[0])
+    m = min(n, max(0, round(n * fraction)))
+    cur = torch.cuda.current_stream(device)
+    other = _side_stream(device)
+    other.wait_stream(cur)
+    if m:
+        rt = cuda_runtime()
+        if rt is None:
+            raise StateError("the copy-engine path needs the CUDA runtime library (none was found)")
+        s, d, k = (np.ascontiguousarray(a[:m], dtype=U64) for a in (src, dst, sizes))
+        _copy_on(rt, d, s, k, other.cuda_stream, any_order)
+    if m < n:
+        ds, dd, dk = device_tables
+        kernel_copy(ds[m:n], dd[m:n], dk[m:n], n - m, int(sizes[m:].max()))
+    cur.wait_stream(other)
+
+
+def run_engine(engine: Engine, src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device,
+               any_order: bool = False, fraction: float = 0.5) -> None:
+    """Run one batch on ``engine`` (host uint64 tables; current stream of ``device``)."""
+    if engine == "kernel":
+        _kernel_runner(src, dst, sizes, device)()
+    elif engine == "split":
+        tabs = _device_tables(src, dst, sizes, device)
+        split_copy(src, dst, sizes, tabs, device, fraction, any_order)
+    else:
+        copy_engines(src, dst, sizes, device, any_order)
 
 
 def copy_engine_name() -> Engine:
@@ -278,6 +356,7 @@ def calibrate(
             if src_mem is dst_mem:
                 continue
             table: dict[int, dict[str, float]] = {}
+            fracs: dict[int, float] = {}
             for bs in block_sizes:
                 n = max(1, total // bs)
                 perm = np.random.default_rng(bs).permutation(n).astype(U64)
@@ -288,13 +367,20 @@ def calibrate(
                 for engine in ("kernel", ce):
                     try:
                         fn = _kernel_runner(s, d, k, dev) if engine == "kernel" else (
-                            lambda e=engine: run_engine(e, s, d, k, dev))  # type: ignore[misc]
+                            lambda: copy_engines(s, d, k, dev))
                         row[engine] = n * bs / _time(fn, repeat) / 1e9
                     except StateError as exc:
                         result.notes.append(f"{direc} {bs} B, {engine}: {exc}")
+                if len(row) == 2 and direc != "D2D":
+                    # both engines share the link: give each the share it moves alone
+                    frac = row[ce] / (row[ce] + row["kernel"])
+                    tabs = _device_tables(s, d, k, dev)
+                    row["split"] = n * bs / _time(lambda: split_copy(s, d, k, tabs, dev, frac), repeat) / 1e9
+                    fracs[bs] = frac
                 if row:
                     table[bs] = row
             result.rates[direc] = table
+            result.fractions[direc] = fracs
         side.synchronize()
         del a, b, h
     _crossovers[_index(dev)] = result
@@ -307,9 +393,17 @@ def _kernel_runner(src: U64Array, dst: U64Array, sizes: U64Array, device: torch.
     a few microseconds for the batches calibrated here)."""
     from devptr.adapters.ec_connector._swap import kernel_copy
 
-    tabs = [torch.from_numpy(a.view(np.int64)).to(device).view(torch.uint64) for a in (src, dst, sizes)]
+    tabs = _device_tables(src, dst, sizes, device)
     n, top = int(sizes.shape[0]), int(sizes.max())
     return lambda: kernel_copy(tabs[0], tabs[1], tabs[2], n, top)
+
+
+def _device_tables(
+    src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    s, d, k = (torch.from_numpy(np.ascontiguousarray(a).view(np.int64)).to(device).view(torch.uint64)
+               for a in (src, dst, sizes))
+    return s, d, k
 
 
 def _time(fn: Callable[[], object], repeat: int) -> float:
@@ -343,7 +437,7 @@ def choose(device: torch.device, src: U64Array, dst: U64Array, sizes: U64Array) 
     best = table.best(direc, block)
     if best is None:
         return record(EngineChoice("kernel", direc, block, f"no measurement for {direc}"))
-    return record(EngineChoice(best[0], direc, block, best[1]))
+    return record(EngineChoice(best[0], direc, block, best[2], best[1]))
 
 
 __all__ = [
@@ -356,8 +450,10 @@ __all__ = [
     "calibrate",
     "choose",
     "copy_engine_name",
+    "copy_engines",
     "crossovers",
     "cuda_runtime",
     "last_choice",
     "run_engine",
+    "split_copy",
 ]

@@ -33,6 +33,7 @@ import ctypes
 import importlib
 import importlib.util
 import threading
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
@@ -240,10 +241,11 @@ def kernel_copy(
 
 def _engine(
     path: SwapPath, chosen: SwapPath, device: torch.device, s: U64Array, d: U64Array, k: U64Array
-) -> SwapPath:
-    """``kernel`` or ``copy_engine`` for a device batch: measured (``auto`` on CUDA) or asked."""
+) -> tuple[str, float]:
+    """The engine for a device batch and its split fraction: measured (``auto`` on CUDA),
+    or the one asked for; other paths unchanged."""
     if device.type != "cuda" or chosen not in ("kernel", "copy_engine"):
-        return chosen
+        return chosen, 0.0
     from devptr.adapters.ec_connector import _engines as E
 
     if path == "auto":
@@ -252,13 +254,21 @@ def _engine(
         block = int(k.sum()) // max(int(k.shape[0]), 1)
         choice = E.record(E.EngineChoice(E.copy_engine_name() if chosen == "copy_engine" else "kernel",
                                          None, block, f"path={path!r} requested"))
-    return "kernel" if choice.engine == "kernel" else "copy_engine"
+    engine = {"copy_engine_loop": "copy_engine"}.get(choice.engine, choice.engine)
+    return engine, choice.fraction
 
 
-def _copy_engines(s: U64Array, d: U64Array, k: U64Array, device: torch.device, any_order: bool) -> None:
-    from devptr.adapters.ec_connector import _engines as E
+def _engines_mod() -> types.ModuleType:
+    from devptr.adapters.ec_connector import _engines
 
-    E.run_engine(E.copy_engine_name(), s, d, k, device, any_order)
+    return _engines
+
+
+def _device_tables(
+    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, count: int, dev: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    s, d, k = (t[:count].view(torch.int64).to(dev, non_blocking=True).view(torch.uint64) for t in (src, dst, sizes))
+    return s, d, k
 
 
 # -- entry points -----------------------------------------------------------------------
@@ -314,9 +324,12 @@ def swap_blocks_batch(
     chosen = choose_path(be, dev, path)
     if count == 0:
         return
-    chosen = _engine(path, chosen, dev, s, d, k)
-    if chosen == "copy_engine":
-        _copy_engines(s, d, k, dev, is_src_access_order_any)
+    engine, frac = _engine(path, chosen, dev, s, d, k)
+    if engine == "copy_engine":
+        _engines_mod().copy_engines(s, d, k, dev, is_src_access_order_any)
+    elif engine == "split":
+        on_dev = _device_tables(src, dst, sizes, count, dev)
+        _engines_mod().split_copy(s, d, k, on_dev, dev, frac, is_src_access_order_any)
     elif chosen == "op":
         enc = encoding_for(be)
         op = swap_op_for(be)
@@ -326,10 +339,7 @@ def swap_blocks_batch(
     elif chosen == "host":
         host_copy(s, d, k)
     else:
-        on_dev = [
-            t[:count].view(torch.int64).to(dev, non_blocking=True).view(torch.uint64)
-            for t in (src, dst, sizes)
-        ]
+        on_dev = _device_tables(src, dst, sizes, count, dev)
         kernel_copy(on_dev[0], on_dev[1], on_dev[2], count, int(k.max()))
 
 
@@ -351,9 +361,12 @@ def swap_buffers(
     chosen = choose_path(bufs.backend, bufs.device, path)
     if count == 0:
         return
-    chosen = _engine(path, chosen, bufs.device, s, d, k)
-    if chosen == "copy_engine":
-        _copy_engines(s, d, k, bufs.device, is_src_access_order_any)
+    engine, frac = _engine(path, chosen, bufs.device, s, d, k)
+    if engine == "copy_engine":
+        _engines_mod().copy_engines(s, d, k, bufs.device, is_src_access_order_any)
+    elif engine == "split":
+        _engines_mod().split_copy(s, d, k, bufs.to_device(count, Encoding.U64), bufs.device, frac,
+                                  is_src_access_order_any)
     elif chosen == "op":
         op = swap_op_for(bufs.backend)
         assert op is not None
