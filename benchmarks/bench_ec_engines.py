@@ -131,6 +131,20 @@ def run_case(direction: str, block: int, total: int, iters: int, pool: Descripto
     bufs.swap(n)
     choice = last_engine_choice()
     if profile:
+        timer = time.perf_counter_ns
+        parts: dict[str, Callable[[], object]] = {
+            "choose()": lambda: E.choose(device, hs, hd, hk),
+            "direction() (2 x cudaPointerGetAttributes)": lambda: E.direction(rt, int(hs[0]), int(hd[0])),
+            "is_current_stream_capturing()": torch.cuda.is_current_stream_capturing,
+            "validate()": lambda: __import__("devptr.adapters.ec_connector._swap", fromlist=["validate"]).validate(
+                hs, hd, hk),
+        }
+        for label, fn in parts.items():
+            fn()
+            t0 = timer()
+            for _ in range(200):
+                fn()
+            print(f"-- host time of {label}: {(timer() - t0) / 200 / 1e3:.1f} us ({direction} {block} B x {n})")
         import cProfile
         import pstats
 

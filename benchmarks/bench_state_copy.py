@@ -225,8 +225,8 @@ def configs(sweep: bool) -> list[dict[str, Any]]:
     if not sweep:
         return []
     out = []
-    for tiles in (64, 128, 256, 512):
-        for chunk in (2048, 4096):
+    for tiles in (32, 64, 128, 256, 512):
+        for chunk in (4096,):
             for warps in (2, 4):
                 for slices in (False, True):
                     out.append({"tiles": tiles, "chunk": chunk, "num_warps": warps, "slices": slices})
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     res["registers"] = registers(kernel, m)
     sweep = configs(not args.no_sweep)
     for r in reqs:
-        res["cases"].append(run_case(kernel, m, r, sweep if r <= 8 else [], args.rounds, args.rep_ms))
+        res["cases"].append(run_case(kernel, m, r, sweep, args.rounds, args.rep_ms))
         print(markdown({**res, "cases": res["cases"][-1:]}), flush=True)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

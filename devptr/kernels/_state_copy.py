@@ -76,24 +76,35 @@ class StateCopyConfig(TypedDict):
     slices: bool
 
 
-TILE_BYTES = 16 * 1024
-"""Bytes of a whole-block copy one program takes (sets ``tiles``)."""
-MAX_TILES = 1024
+PROGRAMS_PER_UNIT = 128
+"""Programs per multiprocessor a state copy aims for (small programs, many resident:
+the hardware scheduler then keeps every multiprocessor busy to the end)."""
+MAX_TILES = 512
 STATE_CHUNK = 4096
 """Bytes one program moves per step in state copies."""
 
 
-def state_copy_config(copy_bytes: Sequence[int], num_reqs: int, device: torch.device) -> StateCopyConfig:
-    """Launch knobs for a state copy whose largest whole-block copy is ``max(copy_bytes)``.
+def _pow2_floor(x: int) -> int:
+    return 1 << (max(x, 1).bit_length() - 1)
 
-    ``tiles`` programs share each copy, in contiguous slices of about :data:`TILE_BYTES`;
-    ``num_reqs`` and ``device`` are accepted for policies that depend on the batch and the
-    device's multiprocessor count (the measured policy does not: see
-    ``benchmarks/results/kernels.md``).
+
+def state_copy_config(copy_bytes: Sequence[int], num_reqs: int, device: torch.device) -> StateCopyConfig:
+    """Launch knobs of :func:`copy_state_blocks` for ``num_reqs`` requests whose states copy
+    ``copy_bytes`` bytes each (per request; the conv windows' whole-window size).
+
+    The bytes of the batch are spread over about :data:`PROGRAMS_PER_UNIT` programs per
+    multiprocessor of ``device``: ``tiles`` (a power of two, at most one step of
+    :data:`STATE_CHUNK` bytes per program for the largest copy, at most :data:`MAX_TILES`)
+    programs share each copy, its steps dealt round-robin (programs past a copy's last
+    step leave at once). Measured on an H200: ``benchmarks/results/kernels.md``.
     """
-    del num_reqs, device
-    largest = max((int(b) for b in copy_bytes), default=0)
-    tiles = max(1, min(MAX_TILES, -(-largest // TILE_BYTES)))
+    sizes = [int(b) for b in copy_bytes]
+    largest = max(sizes, default=0)
+    total = max(1, num_reqs) * sum(sizes)
+    programs = _runtime.multiprocessor_count(device) * PROGRAMS_PER_UNIT
+    per_program = max(STATE_CHUNK, -(-total // programs))
+    tiles = _pow2_floor(max(1, largest // per_program))
+    tiles = max(1, min(MAX_TILES, tiles, -(-largest // STATE_CHUNK) if largest else 1))
     return {"tiles": tiles, "chunk": STATE_CHUNK, "num_warps": NUM_WARPS, "slices": False}
 
 

@@ -85,7 +85,18 @@ def _copy_state_blocks_kernel(
     row_stride = tl.load(meta + COL_ROW_STRIDE).to(tl.int64)
     group = tl.load(meta + COL_GROUP).to(tl.int64)
     table = tl.load(block_table_ptrs + group).to(tl.uint64, bitcast=True)
-    if req >= 0:
+    # Programs with nothing to copy leave before the request's loads. With round-robin
+    # steps, program t copies only when t < the segment's steps; the segment's bytes are
+    # at most the larger of copy_bytes and the whole conv window. Dim-first conv windows
+    # use program 0 alone. (Contiguous slices are sized from the actual bytes: no bound.)
+    if (conv_width > 0) & (rows > 1):
+        busy = t == 0
+    elif SLICE:
+        busy = True
+    else:
+        bound = tl.maximum(copy_bytes, conv_width * token_bytes)
+        busy = t < (bound + CHUNK - 1) // CHUNK
+    if (req >= 0) & busy:
         src_col = tl.load(src_cols_ptr + req).to(tl.int64)
         dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
         bias = tl.load(token_bias_ptr + req).to(tl.int64)

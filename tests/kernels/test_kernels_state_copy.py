@@ -37,10 +37,11 @@ def _group_ptrs(setup, device):  # type: ignore[no-untyped-def]
     return buf
 
 
+@pytest.mark.parametrize(("tiles", "chunk"), [(3, 512), (16, 256)])  # few programs; many idle
 @pytest.mark.parametrize("slices", [False, True])
 @pytest.mark.parametrize("skip_same_block", [False, True])
 def test_state_copies_match_vllm_copy_specs(
-    skip_same_block: bool, slices: bool, kernel_device: torch.device
+    skip_same_block: bool, slices: bool, tiles: int, chunk: int, kernel_device: torch.device
 ) -> None:
     setup = make_setup(kernel_device, seed=1)
     # req 0: plain move; 1: shift by 2 across blocks; 2: same-column shift (memmove in place);
@@ -49,8 +50,8 @@ def test_state_copies_match_vllm_copy_specs(
     dst = [5, 6, 3, 2, 2, 7]
     bias = [0, 2, 1, 0, 0, 3]
     want = reference(setup, src, dst, bias, list(range(6)), skip_same_block)
-    _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=skip_same_block, tiles=3,
-         slices=slices, chunk=512, byte_chunk=64)
+    _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=skip_same_block, tiles=tiles,
+         slices=slices, chunk=chunk, byte_chunk=64)
     for got, exp in zip(setup.states, want, strict=True):
         assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
 
