@@ -76,35 +76,26 @@ class StateCopyConfig(TypedDict):
     slices: bool
 
 
-PROGRAMS_PER_UNIT = 128
-"""Programs per multiprocessor a state copy aims for (small programs, many resident:
-the hardware scheduler then keeps every multiprocessor busy to the end)."""
 MAX_TILES = 512
+"""Most programs sharing one state's copy."""
 STATE_CHUNK = 4096
 """Bytes one program moves per step in state copies."""
 
 
-def _pow2_floor(x: int) -> int:
-    return 1 << (max(x, 1).bit_length() - 1)
-
-
 def state_copy_config(copy_bytes: Sequence[int], num_reqs: int, device: torch.device) -> StateCopyConfig:
-    """Launch knobs of :func:`copy_state_blocks` for ``num_reqs`` requests whose states copy
-    ``copy_bytes`` bytes each (per request; the conv windows' whole-window size).
+    """Launch knobs of :func:`copy_state_blocks` for states that copy ``copy_bytes`` bytes
+    each (per request; conv windows: the whole window).
 
-    The bytes of the batch are spread over about :data:`PROGRAMS_PER_UNIT` programs per
-    multiprocessor of ``device``: ``tiles`` (a power of two, at most one step of
-    :data:`STATE_CHUNK` bytes per program for the largest copy, at most :data:`MAX_TILES`)
-    programs share each copy, its steps dealt round-robin (programs past a copy's last
-    step leave at once). Measured on an H200: ``benchmarks/results/kernels.md``.
+    One step of :data:`STATE_CHUNK` bytes per program for the largest copy (``tiles``
+    programs share each copy, at most :data:`MAX_TILES`; steps dealt round-robin;
+    programs past a copy's last step leave at once): many small programs keep every
+    multiprocessor busy to the end of the batch. On an H200 this beat fewer, larger
+    programs and contiguous slices at 1 to 32 requests (``benchmarks/results/kernels.md``);
+    ``num_reqs`` and ``device`` are accepted for policies that depend on them.
     """
-    sizes = [int(b) for b in copy_bytes]
-    largest = max(sizes, default=0)
-    total = max(1, num_reqs) * sum(sizes)
-    programs = _runtime.multiprocessor_count(device) * PROGRAMS_PER_UNIT
-    per_program = max(STATE_CHUNK, -(-total // programs))
-    tiles = _pow2_floor(max(1, largest // per_program))
-    tiles = max(1, min(MAX_TILES, tiles, -(-largest // STATE_CHUNK) if largest else 1))
+    del num_reqs, device
+    largest = max((int(b) for b in copy_bytes), default=0)
+    tiles = max(1, min(MAX_TILES, -(-largest // STATE_CHUNK)))
     return {"tiles": tiles, "chunk": STATE_CHUNK, "num_warps": NUM_WARPS, "slices": False}
 
 
