@@ -267,6 +267,13 @@ def copy_engines(src: U64Array, dst: U64Array, sizes: U64Array, device: torch.de
 
 
 def _copy_on(rt: CudaRuntime, d: U64Array, s: U64Array, k: U64Array, stream: int, any_order: bool) -> None:
+    """One batched call (the per-descriptor loop without one). Empty copies are left out:
+    the batched call refuses a zero size, and an empty tensor's address may be null."""
+    live = k != 0
+    if not live.all():
+        d, s, k = d[live], s[live], k[live]
+        if not k.size:
+            return
     if rt.has_batch:
         rt.batch(d, s, k, stream, any_order)
     else:
