@@ -171,3 +171,27 @@ def test_calibration_measures_every_direction_and_auto_follows_it() -> None:
     assert choice is not None and choice.direction == "D2H" and "measured at" in choice.reason
     best = cross.best("D2H", choice.block_bytes)
     assert best is not None and best[0] == choice.engine
+
+
+class _Runtime:
+    """The CUDA runtime's two copy calls, recorded (the filter before them is under test)."""
+
+    def __init__(self, has_batch: bool) -> None:
+        self.has_batch = has_batch
+        self.calls: list[tuple[str, list[int], list[int], list[int]]] = []
+
+    def batch(self, d: np.ndarray, s: np.ndarray, k: np.ndarray, stream: int, any_order: bool) -> None:
+        self.calls.append(("batch", d.tolist(), s.tolist(), k.tolist()))
+
+    def loop(self, d: np.ndarray, s: np.ndarray, k: np.ndarray, stream: int) -> None:
+        self.calls.append(("loop", d.tolist(), s.tolist(), k.tolist()))
+
+
+@pytest.mark.parametrize("has_batch", [True, False])
+def test_empty_copies_never_reach_the_copy_engines(has_batch: bool) -> None:
+    # the batched call refuses zero sizes (and an empty tensor's address may be null)
+    rt = _Runtime(has_batch)
+    u = lambda *v: np.array(v, dtype=np.uint64)  # noqa: E731
+    E._copy_on(rt, u(16, 0, 48), u(1, 0, 3), u(8, 0, 24), 7, False)  # type: ignore[arg-type]
+    E._copy_on(rt, u(0), u(0), u(0), 7, False)  # type: ignore[arg-type]
+    assert rt.calls == [("batch" if has_batch else "loop", [16, 48], [1, 3], [8, 24])]

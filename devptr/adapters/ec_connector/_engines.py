@@ -190,10 +190,22 @@ class Crossovers:
     fractions: dict[str, dict[int, float]] = dataclasses.field(default_factory=dict)
     """``split``'s copy-engine share per direction and block size."""
     notes: list[str] = dataclasses.field(default_factory=list)
+    _memo: dict[tuple[str, int], tuple[Engine, float, str] | None] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str] | None:
         """The fastest engine at the measured block size nearest to ``block_bytes``:
-        ``(engine, split fraction, reason)``."""
+        ``(engine, split fraction, reason)`` (remembered per direction and block size)."""
+        key = (direction, block_bytes)
+        hit = self._memo.get(key)
+        if hit is None:
+            if len(self._memo) >= 256:
+                self._memo.clear()
+            hit = self._memo[key] = self._best(direction, block_bytes)
+        return hit
+
+    def _best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str] | None:
         table = self.rates.get(direction)
         if not table:
             return None
