@@ -70,15 +70,23 @@ def load_before(path: Path) -> Any:
 class Batch:
     """One case's arenas and tables (devptr buffers and vLLM-style int64 device tensors)."""
 
-    def __init__(self, device: torch.device, sizes: list[int], src_offs: list[int], dst_offs: list[int]) -> None:
+    def __init__(
+        self, device: torch.device, sizes: list[int], src_offs: list[int], dst_offs: list[int]
+    ) -> None:
         self.sizes = sizes
         self.src_offs = src_offs
         self.dst_offs = dst_offs
         n = len(sizes)
-        self.src_mem = torch.randint(0, 256, (max(s + z for s, z in zip(src_offs, sizes, strict=True)) + 64,),
-                                     dtype=torch.uint8, device=device)
-        self.dst_mem = torch.empty(max(d + z for d, z in zip(dst_offs, sizes, strict=True)) + 64,
-                                   dtype=torch.uint8, device=device)
+        self.src_mem = torch.randint(
+            0,
+            256,
+            (max(s + z for s, z in zip(src_offs, sizes, strict=True)) + 64,),
+            dtype=torch.uint8,
+            device=device,
+        )
+        self.dst_mem = torch.empty(
+            max(d + z for d, z in zip(dst_offs, sizes, strict=True)) + 64, dtype=torch.uint8, device=device
+        )
         self.src: PtrBuffer[DevicePtr] = PtrBuffer(n, device=device)
         self.dst: PtrBuffer[DevicePtr] = PtrBuffer(n, device=device)
         self.size_buf = SizeBuffer(n, device=device)
@@ -141,7 +149,9 @@ def kernels(b: Batch, before: Any, vllm: Any) -> dict[str, Callable[[], object]]
         "devptr": lambda: batch_memcpy(b.src, b.dst, b.size_buf, max_size=b.max_size),
     }
     if before is not None:
-        fns["devptr before"] = lambda: before[grid](s, d, z, 1, 1, 1, b.split, CHUNK=b.chunk, BYTE_CHUNK=M.BYTE_CHUNK)
+        fns["devptr before"] = lambda: before[grid](
+            s, d, z, 1, 1, 1, b.split, CHUNK=b.chunk, BYTE_CHUNK=M.BYTE_CHUNK
+        )
     if vllm is not None:
         si, di, zi = s.view(torch.int64), d.view(torch.int64), z.view(torch.int64)
         fns["vLLM batch_memcpy_kernel"] = lambda: vllm[(len(b.sizes),)](si, di, zi, BLOCK_SIZE=1024)
@@ -160,9 +170,16 @@ def time_batch(name: str, b: Batch, before: Any, vllm: Any, rounds: int, rep_ms:
         for k in samples:
             samples[k] += list(H.triton_bench(fns[k], rep_ms=rep_ms).samples_ns)
     med = {k: statistics.median(v) * 1e-3 for k, v in samples.items()}
-    row: dict[str, Any] = {"case": name, "segments": len(b.sizes), "bytes": b.total, "split": b.split,
-                           "chunk": b.chunk, "correct": ok, "us": med,
-                           "GBps": {k: 2 * b.total / us / 1e3 for k, us in med.items()}}
+    row: dict[str, Any] = {
+        "case": name,
+        "segments": len(b.sizes),
+        "bytes": b.total,
+        "split": b.split,
+        "chunk": b.chunk,
+        "correct": ok,
+        "us": med,
+        "GBps": {k: 2 * b.total / us / 1e3 for k, us in med.items()},
+    }
     row["devptr_vs_contiguous"] = med["contiguous"] / med["devptr"]
     if "devptr before" in med:
         row["devptr_vs_before"] = med["devptr before"] / med["devptr"]
@@ -180,7 +197,11 @@ def cases() -> list[tuple[str, Callable[[], Layout]]]:
     ]
     for label, shift in (("coaligned", 0), ("agree8", 8), ("agree4", 4), ("shift5", 5)):
         out.append((f"4093B_x4096_{label}", lambda shift=shift: (odd, *packed(odd, shift))))  # type: ignore[misc]
-    for name, sizes in (("4KiB_x65536", [4 * KIB] * 65536), ("2MiB_x128", [2 * MIB] * 128), ("mamba_mixed", mamba)):
+    for name, sizes in (
+        ("4KiB_x65536", [4 * KIB] * 65536),
+        ("2MiB_x128", [2 * MIB] * 128),
+        ("mamba_mixed", mamba),
+    ):
         out.append((name, lambda sizes=sizes: (sizes, *packed(sizes))))  # type: ignore[misc]
     return out
 
@@ -215,16 +236,25 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def markdown(res: dict[str, Any]) -> str:
-    lines = [f"- command: `{res['meta']['command']}`", f"- date: {res['meta']['date']}",
-             f"- machine: {res['meta']['machine']}", ""]
+    lines = [
+        f"- command: `{res['meta']['command']}`",
+        f"- date: {res['meta']['date']}",
+        f"- machine: {res['meta']['machine']}",
+        "",
+    ]
     names = ["devptr", "devptr before", "vLLM batch_memcpy_kernel", "contiguous"]
-    lines.append("| case | " + " | ".join(f"{n} us" for n in names)
-                 + " | devptr / contiguous | devptr vs before | all bit-identical |")
+    lines.append(
+        "| case | "
+        + " | ".join(f"{n} us" for n in names)
+        + " | devptr / contiguous | devptr vs before | all bit-identical |"
+    )
     lines.append("|---|" + "---:|" * len(names) + "---:|---:|---|")
     for r in res["rows"]:
         us = [f"{r['us'][n]:.1f}" if n in r["us"] else "-" for n in names]
-        lines.append(f"| {r['case']} | " + " | ".join(us) + f" | {r['devptr_vs_contiguous']:.3f}x | "
-                     f"{r.get('devptr_vs_before', float('nan')):.3f}x | {all(r['correct'].values())} |")
+        lines.append(
+            f"| {r['case']} | " + " | ".join(us) + f" | {r['devptr_vs_contiguous']:.3f}x | "
+            f"{r.get('devptr_vs_before', float('nan')):.3f}x | {all(r['correct'].values())} |"
+        )
     return "\n".join(lines)
 
 
@@ -244,8 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     todo = cases() + ([] if args.no_sweep else sweep())
     for name, layout in todo:
         b = Batch(device, *layout())
-        res["rows"].append(time_batch(name, b, before, vllm if b.max_size <= 4 * MIB else None, args.rounds,
-                                      args.rep_ms))
+        res["rows"].append(
+            time_batch(name, b, before, vllm if b.max_size <= 4 * MIB else None, args.rounds, args.rep_ms)
+        )
         r = res["rows"][-1]
         print(name, {k: round(v, 1) for k, v in r["us"].items()}, r["correct"], flush=True)
         del b

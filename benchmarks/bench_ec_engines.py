@@ -68,8 +68,16 @@ def _event_time(fn: Callable[[], object], number: int) -> float:
     return float(start.elapsed_time(end)) * 1e-3 / number
 
 
-def run_case(direction: str, block: int, total: int, iters: int, pool: DescriptorBufferPool,
-             arenas: dict[str, torch.Tensor], number: int, profile: bool) -> dict[str, Any]:
+def run_case(
+    direction: str,
+    block: int,
+    total: int,
+    iters: int,
+    pool: DescriptorBufferPool,
+    arenas: dict[str, torch.Tensor],
+    number: int,
+    profile: bool,
+) -> dict[str, Any]:
     device = arenas["D"].device
     n = max(1, total // block)
     nbytes = n * block
@@ -136,15 +144,18 @@ def run_case(direction: str, block: int, total: int, iters: int, pool: Descripto
             "choose()": lambda: E.choose(device, hs, hd, hk),
             "direction() (2 x cudaPointerGetAttributes)": lambda: E.direction(rt, int(hs[0]), int(hd[0])),
             "is_current_stream_capturing()": torch.cuda.is_current_stream_capturing,
-            "validate()": lambda: __import__("devptr.adapters.ec_connector._swap", fromlist=["validate"]).validate(
-                hs, hd, hk),
+            "validate()": lambda: __import__(
+                "devptr.adapters.ec_connector._swap", fromlist=["validate"]
+            ).validate(hs, hd, hk),
         }
         for label, fn in parts.items():
             fn()
             t0 = timer()
             for _ in range(200):
                 fn()
-            print(f"-- host time of {label}: {(timer() - t0) / 200 / 1e3:.1f} us ({direction} {block} B x {n})")
+            print(
+                f"-- host time of {label}: {(timer() - t0) / 200 / 1e3:.1f} us ({direction} {block} B x {n})"
+            )
         import cProfile
         import pstats
 
@@ -160,10 +171,18 @@ def run_case(direction: str, block: int, total: int, iters: int, pool: Descripto
             pstats.Stats(pr).sort_stats("tottime").print_stats(14)
     pool.release(bufs)
     gbps = {k: nbytes / statistics.median(v) / 1e9 for k, v in samples.items()}
-    rivals = [gbps[k] for k in ("SM kernel, tables ready", "copy engines, one native call", "torch per-block loop")
-              if k in gbps]
+    rivals = [
+        gbps[k]
+        for k in ("SM kernel, tables ready", "copy engines, one native call", "torch per-block loop")
+        if k in gbps
+    ]
     return {
-        "direction": direction, "block": block, "blocks": n, "bytes": nbytes, "correct": ok, "GBps": gbps,
+        "direction": direction,
+        "block": block,
+        "blocks": n,
+        "bytes": nbytes,
+        "correct": ok,
+        "GBps": gbps,
         "median_ms": {k: statistics.median(v) * 1e3 for k, v in samples.items()},
         "single_GBps": {k: nbytes / statistics.median(v) / 1e9 for k, v in single.items()},
         "calls_per_sample": number,
@@ -175,27 +194,42 @@ def run_case(direction: str, block: int, total: int, iters: int, pool: Descripto
     }
 
 
-COLS = ["EC auto", "EC kernel (before)", "SM kernel, tables ready", "copy engines, one native call",
-        "SM + copy engines, half each", "torch per-block loop", "contiguous"]
+COLS = [
+    "EC auto",
+    "EC kernel (before)",
+    "SM kernel, tables ready",
+    "copy engines, one native call",
+    "SM + copy engines, half each",
+    "torch per-block loop",
+    "contiguous",
+]
 
 
 def markdown(res: dict[str, Any]) -> str:
-    out = [f"- command: `{res['meta']['command']}`", f"- date: {res['meta']['date']}",
-           f"- machine: {res['meta']['machine']}", f"- CUDA runtime: {res['runtime']}",
-           f"- calibration: {res['calibration_s']:.2f} s; notes: {res['calibration_notes']}",
-           f"- GB/s: payload / median time per batch, {res['rows'][0]['calls_per_sample']} batches back to back "
-           "per sample (single-batch figures in the JSON)", "",
-           "| direction | block | blocks | " + " | ".join(f"{c} GB/s" for c in COLS)
-           + " | auto chose | auto / best of three | auto / contiguous | all correct |",
-           "|---|---|---:|" + "---:|" * len(COLS) + "---|---:|---:|---|"]
+    out = [
+        f"- command: `{res['meta']['command']}`",
+        f"- date: {res['meta']['date']}",
+        f"- machine: {res['meta']['machine']}",
+        f"- CUDA runtime: {res['runtime']}",
+        f"- calibration: {res['calibration_s']:.2f} s; notes: {res['calibration_notes']}",
+        f"- GB/s: payload / median time per batch, {res['rows'][0]['calls_per_sample']} batches back to back "
+        "per sample (single-batch figures in the JSON)",
+        "",
+        "| direction | block | blocks | "
+        + " | ".join(f"{c} GB/s" for c in COLS)
+        + " | auto chose | auto / best of three | auto / contiguous | all correct |",
+        "|---|---|---:|" + "---:|" * len(COLS) + "---|---:|---:|---|",
+    ]
     for r in res["rows"]:
         g = r["GBps"]
         blk = f"{r['block'] // KIB} KiB" if r["block"] < MIB else f"{r['block'] // MIB} MiB"
         vals = " | ".join(f"{g[c]:.1f}" if c in g else "n/a" for c in COLS)
         best = r["auto_vs_best"]
         chose = r["auto_engine"] if r["auto_engine"] != "split" else f"split ({r['auto_fraction']:.2f} CE)"
-        out.append(f"| {r['direction']} | {blk} | {r['blocks']} | {vals} | {chose} | "
-                   f"{best:.3f} | {r['auto_vs_contiguous']:.3f} | {all(v is True for v in r['correct'].values())} |")
+        out.append(
+            f"| {r['direction']} | {blk} | {r['blocks']} | {vals} | {chose} | "
+            f"{best:.3f} | {r['auto_vs_contiguous']:.3f} | {all(v is True for v in r['correct'].values())} |"
+        )
     return "\n".join(out)
 
 
@@ -254,9 +288,17 @@ def main(argv: list[str] | None = None) -> int:
             for block in BLOCKS:
                 total = args.total if block >= 64 * KIB else min(args.total, 64 * MIB)
                 prof = direction == "H2D" and block in (4 * KIB, 4 * MIB)
-                res["rows"].append(run_case(direction, block, total, args.iters, pool, arenas, args.number, prof))
+                res["rows"].append(
+                    run_case(direction, block, total, args.iters, pool, arenas, args.number, prof)
+                )
                 r = res["rows"][-1]
-                print(direction, block, {k: round(v, 1) for k, v in r["GBps"].items()}, r["auto_engine"], flush=True)
+                print(
+                    direction,
+                    block,
+                    {k: round(v, 1) for k, v in r["GBps"].items()},
+                    r["auto_engine"],
+                    flush=True,
+                )
     text = markdown(res)
     print(text)
     if args.out:

@@ -59,8 +59,11 @@ def one_write(busy_cycles: int, repeat: int) -> dict[str, list[float]]:
     dev = torch.zeros(ENTRIES, dtype=torch.int64, device="cuda")
     view = host.numpy()
     p = DevicePtr(0x7F0000001000)
-    out: dict[str, list[float]] = {"idle stream: devptr buf[0] = p": [], "busy stream: devptr buf[0] = p": [],
-                                   "busy stream: numpy-view write (no wait)": []}
+    out: dict[str, list[float]] = {
+        "idle stream: devptr buf[0] = p": [],
+        "busy stream: devptr buf[0] = p": [],
+        "busy stream: numpy-view write (no wait)": [],
+    }
     for _ in range(repeat):
         torch.cuda.synchronize()
         buf.to_device()
@@ -103,9 +106,15 @@ def step_loop(busy_cycles: int, steps: int, buffers: int) -> dict[str, Any]:
     torch.cuda.synchronize()
     t_all = (time.perf_counter_ns() - t_start) / 1e3
     steady = blocked[4:]
-    return {"buffers": buffers, "steps": steps, "fill_blocked_us_median": statistics.median(steady),
-            "fill_blocked_us_max": max(steady), "host_loop_us": t_host, "total_us": t_all,
-            "steps_queued_at_loop_end": ahead}
+    return {
+        "buffers": buffers,
+        "steps": steps,
+        "fill_blocked_us_median": statistics.median(steady),
+        "fill_blocked_us_max": max(steady),
+        "host_loop_us": t_host,
+        "total_us": t_all,
+        "steps_queued_at_loop_end": ahead,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,21 +126,38 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cpm = cycles_per_ms()
     busy = int(args.busy_ms * cpm)
-    res: dict[str, Any] = {"meta": {**H.meta(), "machine": H.machine_line()}, "busy_ms": args.busy_ms, "cycles_per_ms": cpm}
+    res: dict[str, Any] = {
+        "meta": {**H.meta(), "machine": H.machine_line()},
+        "busy_ms": args.busy_ms,
+        "cycles_per_ms": cpm,
+    }
     writes = one_write(busy, args.repeat)
-    res["one_write_us"] = {k: {"median": statistics.median(v), "min": min(v), "max": max(v)} for k, v in writes.items()}
+    res["one_write_us"] = {
+        k: {"median": statistics.median(v), "min": min(v), "max": max(v)} for k, v in writes.items()
+    }
     res["loops"] = [step_loop(busy, args.steps, b) for b in (1, 2, 3)]
-    lines = [f"- command: `{res['meta']['command']}`", f"- date: {res['meta']['date']}",
-             f"- machine: {res['meta']['machine']}", f"- GPU work per step: {args.busy_ms} ms "
-             f"(torch.cuda._sleep, {cpm:,.0f} cycles/ms)", "",
-             "| one host write | median us | min us | max us |", "|---|---:|---:|---:|"]
+    lines = [
+        f"- command: `{res['meta']['command']}`",
+        f"- date: {res['meta']['date']}",
+        f"- machine: {res['meta']['machine']}",
+        f"- GPU work per step: {args.busy_ms} ms (torch.cuda._sleep, {cpm:,.0f} cycles/ms)",
+        "",
+        "| one host write | median us | min us | max us |",
+        "|---|---:|---:|---:|",
+    ]
     for k, v in res["one_write_us"].items():
         lines.append(f"| {k} | {v['median']:.1f} | {v['min']:.1f} | {v['max']:.1f} |")
-    lines += ["", "| step loop, buffers | fill blocked per step, median us | max us | host loop us | "
-              "total us | steps still queued at loop end |", "|---|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| step loop, buffers | fill blocked per step, median us | max us | host loop us | "
+        "total us | steps still queued at loop end |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for r in res["loops"]:
-        lines.append(f"| {r['buffers']} | {r['fill_blocked_us_median']:.1f} | {r['fill_blocked_us_max']:.1f} | "
-                     f"{r['host_loop_us']:,.0f} | {r['total_us']:,.0f} | {r['steps_queued_at_loop_end']} |")
+        lines.append(
+            f"| {r['buffers']} | {r['fill_blocked_us_median']:.1f} | {r['fill_blocked_us_max']:.1f} | "
+            f"{r['host_loop_us']:,.0f} | {r['total_us']:,.0f} | {r['steps_queued_at_loop_end']} |"
+        )
     text = "\n".join(lines)
     print(text)
     if args.out:

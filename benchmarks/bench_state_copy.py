@@ -98,9 +98,17 @@ class Model:
         self.states: list[torch.Tensor] = []
         self.kinds: list[str] = []
         for _ in range(layers):
-            conv = torch.randint(-30000, 30000, (blocks, width, dim), device=device, generator=g, dtype=torch.int16)
-            temporal = torch.randint(-30000, 30000, (blocks, t_elems // 16384, 16384), device=device,
-                                     generator=g, dtype=torch.int16)
+            conv = torch.randint(
+                -30000, 30000, (blocks, width, dim), device=device, generator=g, dtype=torch.int16
+            )
+            temporal = torch.randint(
+                -30000,
+                30000,
+                (blocks, t_elems // 16384, 16384),
+                device=device,
+                generator=g,
+                dtype=torch.int16,
+            )
             self.states += [conv.view(torch.bfloat16), temporal.view(torch.bfloat16)]
             self.kinds += ["conv", "temporal"]
         self.copy_bytes = [s[0].numel() * s.element_size() for s in self.states]
@@ -119,11 +127,15 @@ class Model:
         self.v_strides = torch.tensor([s.stride(0) * s.element_size() for s in self.states], **i64)
         self.v_elem = torch.tensor([s.element_size() for s in self.states], **i64)
         self.v_inner = torch.tensor(
-            [s.stride(1) if k == "conv" else s[0].numel() for s, k in zip(self.states, self.kinds, strict=True)],
+            [
+                s.stride(1) if k == "conv" else s[0].numel()
+                for s, k in zip(self.states, self.kinds, strict=True)
+            ],
             **i64,
         )
-        self.v_width = torch.tensor([s.size(1) if k == "conv" else 0 for s, k in zip(self.states, self.kinds,
-                                                                                       strict=True)], **i64)
+        self.v_width = torch.tensor(
+            [s.size(1) if k == "conv" else 0 for s, k in zip(self.states, self.kinds, strict=True)], **i64
+        )
         self.v_group = torch.zeros(n, **i64)
         self.v_rows = torch.zeros(n, **i64)
         self.v_row_stride = torch.zeros(n, **i64)
@@ -184,9 +196,24 @@ def vllm_call(kernel: Any, m: Model, reqs: int) -> Callable[[], object]:
 
     def run() -> object:
         return kernel[grid](
-            m.dst_cols, m.src_cols, m.bias, m.v_tables, m.block_table.stride(0), m.v_bases, m.v_strides,
-            m.v_elem, m.v_inner, m.v_width, m.v_group, m.v_rows, m.v_row_stride, m.idx, reqs,
-            COPY_BLOCK_SIZE=VLLM_COPY_BLOCK, CONV_STATE_DIM_FIRST=False, HAS_IDX_MAPPING=True,
+            m.dst_cols,
+            m.src_cols,
+            m.bias,
+            m.v_tables,
+            m.block_table.stride(0),
+            m.v_bases,
+            m.v_strides,
+            m.v_elem,
+            m.v_inner,
+            m.v_width,
+            m.v_group,
+            m.v_rows,
+            m.v_row_stride,
+            m.idx,
+            reqs,
+            COPY_BLOCK_SIZE=VLLM_COPY_BLOCK,
+            CONV_STATE_DIM_FIRST=False,
+            HAS_IDX_MAPPING=True,
             TEMPORAL_TILES=VLLM_TILES,
         )
 
@@ -195,8 +222,19 @@ def vllm_call(kernel: Any, m: Model, reqs: int) -> Callable[[], object]:
 
 def devptr_call(m: Model, reqs: int, **kw: Any) -> Callable[[], object]:
     def run() -> object:
-        copy_state_blocks(m.bases, m.meta, m.tables, m.block_table.stride(0), m.src_cols, m.dst_cols, m.bias,
-                          reqs, idx_mapping=m.idx, skip_same_block=True, **kw)
+        copy_state_blocks(
+            m.bases,
+            m.meta,
+            m.tables,
+            m.block_table.stride(0),
+            m.src_cols,
+            m.dst_cols,
+            m.bias,
+            reqs,
+            idx_mapping=m.idx,
+            skip_same_block=True,
+            **kw,
+        )
         return None
 
     return run
@@ -242,7 +280,9 @@ def median_us(samples: list[float]) -> float:
     return statistics.median(samples) * 1e-3
 
 
-def run_case(kernel: Any, m: Model, reqs: int, sweep: list[dict[str, Any]], rounds: int, rep_ms: int) -> dict[str, Any]:
+def run_case(
+    kernel: Any, m: Model, reqs: int, sweep: list[dict[str, Any]], rounds: int, rep_ms: int
+) -> dict[str, Any]:
     nbytes = m.bytes_moved(reqs)
     a = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device=m.device)
     b = torch.empty_like(a)
@@ -270,11 +310,19 @@ def run_case(kernel: Any, m: Model, reqs: int, sweep: list[dict[str, Any]], roun
             rows.append({"kernel": k, "correct": False})
             continue
         us = median_us(samples[k])
-        rows.append({
-            "kernel": k, "correct": True, "us": us, "p25": statistics.quantiles(samples[k], n=4)[0] * 1e-3,
-            "p75": statistics.quantiles(samples[k], n=4)[2] * 1e-3, "GBps": 2 * nbytes / us / 1e3,
-            "vllm_over": vllm_us / us, "contig_over": cont_us / us, "samples": len(samples[k]),
-        })
+        rows.append(
+            {
+                "kernel": k,
+                "correct": True,
+                "us": us,
+                "p25": statistics.quantiles(samples[k], n=4)[0] * 1e-3,
+                "p75": statistics.quantiles(samples[k], n=4)[2] * 1e-3,
+                "GBps": 2 * nbytes / us / 1e3,
+                "vllm_over": vllm_us / us,
+                "contig_over": cont_us / us,
+                "samples": len(samples[k]),
+            }
+        )
     return {"reqs": reqs, "bytes": nbytes, "default": default_kw, "rows": rows}
 
 
@@ -288,30 +336,61 @@ def registers(kernel: Any, m: Model) -> dict[str, Any]:
     jit = _runtime.jit_module("_state_jit")._copy_state_blocks_kernel
     kw = state_copy_config(m.copy_bytes, 1, m.device)
     k = jit[(1, len(m.states), kw["tiles"])](
-        m.src_cols, m.dst_cols, m.bias, m.idx, m.tables.device(), m.block_table.stride(0), m.bases.device(),
-        m.meta.device(), HAS_IDX_MAPPING=True, SKIP_SAME_BLOCK=True, NCOLS=7, COL_BLOCK_STRIDE=0, COL_CONV_WIDTH=1,
-        COL_TOKEN_BYTES=2, COL_COPY_BYTES=3, COL_ROWS=4, COL_ROW_STRIDE=5, COL_GROUP=6, CHUNK=kw["chunk"],
-        BYTE_CHUNK=1024, ROW_BLOCK=128, SLICE=kw["slices"], num_warps=kw["num_warps"],
+        m.src_cols,
+        m.dst_cols,
+        m.bias,
+        m.idx,
+        m.tables.device(),
+        m.block_table.stride(0),
+        m.bases.device(),
+        m.meta.device(),
+        HAS_IDX_MAPPING=True,
+        SKIP_SAME_BLOCK=True,
+        NCOLS=7,
+        COL_BLOCK_STRIDE=0,
+        COL_CONV_WIDTH=1,
+        COL_TOKEN_BYTES=2,
+        COL_COPY_BYTES=3,
+        COL_ROWS=4,
+        COL_ROW_STRIDE=5,
+        COL_GROUP=6,
+        CHUNK=kw["chunk"],
+        BYTE_CHUNK=1024,
+        ROW_BLOCK=128,
+        SLICE=kw["slices"],
+        num_warps=kw["num_warps"],
     )
     out["devptr"] = {"regs": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None), **kw}
     return out
 
 
 def markdown(res: dict[str, Any]) -> str:
-    lines = [f"- command: `{res['meta']['command']}`", f"- date: {res['meta']['date']}",
-             f"- machine: {res['meta']['machine']}", f"- vLLM source: `{res['vllm_file']}` (read at run time)",
-             f"- registers: {res['registers']}", ""]
+    lines = [
+        f"- command: `{res['meta']['command']}`",
+        f"- date: {res['meta']['date']}",
+        f"- machine: {res['meta']['machine']}",
+        f"- vLLM source: `{res['vllm_file']}` (read at run time)",
+        f"- registers: {res['registers']}",
+        "",
+    ]
     for case in res["cases"]:
-        lines.append(f"### {case['reqs']} request(s): {case['bytes'] / MIB:.1f} MiB copied, defaults {case['default']}")
+        lines.append(
+            f"### {case['reqs']} request(s): {case['bytes'] / MIB:.1f} MiB copied, defaults {case['default']}"
+        )
         lines.append("")
-        lines.append("| kernel | median us | p25-p75 us | GB/s (r+w) | vLLM / this | contiguous / this | bit-identical |")
+        lines.append(
+            "| kernel | median us | p25-p75 us | GB/s (r+w) | vLLM / this | contiguous / this "
+            "| bit-identical |"
+        )
         lines.append("|---|---:|---:|---:|---:|---:|---|")
         for r in case["rows"]:
             if not r["correct"]:
                 lines.append(f"| {r['kernel']} | - | - | - | - | - | **False** |")
                 continue
-            lines.append(f"| {r['kernel']} | {r['us']:.1f} | {r['p25']:.1f}-{r['p75']:.1f} | {r['GBps']:,.0f} | "
-                         f"{r['vllm_over']:.3f}x | {r['contig_over']:.3f} | True |")
+            lines.append(
+                f"| {r['kernel']} | {r['us']:.1f} | {r['p25']:.1f}-{r['p75']:.1f} | {r['GBps']:,.0f} | "
+                f"{r['vllm_over']:.3f}x | {r['contig_over']:.3f} | True |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -328,8 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rep-ms", type=int, default=40)
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--check-only", action="store_true",
-                    help="bit-identity checks only, no timing (with TRITON_INTERPRET=1: on the CPU)")
+    ap.add_argument(
+        "--check-only",
+        action="store_true",
+        help="bit-identity checks only, no timing (with TRITON_INTERPRET=1: on the CPU)",
+    )
     args = ap.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     path = find_vllm_file(args.vllm_file)
@@ -346,7 +428,11 @@ def main(argv: list[str] | None = None) -> int:
             if bad:
                 return 1
         return 0
-    res: dict[str, Any] = {"meta": {**H.meta(), "machine": H.machine_line()}, "vllm_file": str(path), "cases": []}
+    res: dict[str, Any] = {
+        "meta": {**H.meta(), "machine": H.machine_line()},
+        "vllm_file": str(path),
+        "cases": [],
+    }
     res["registers"] = registers(kernel, m)
     sweep = configs(not args.no_sweep)
     for r in reqs:

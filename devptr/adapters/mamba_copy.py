@@ -356,7 +356,11 @@ class MambaCopyBuffers:
         self._cols = tuple(table.column_index(c) for c, _ in SEGMENT_COLUMNS)
 
     def write(
-        self, first: int, src: npt.NDArray[np.uint64], dst: npt.NDArray[np.uint64], sizes: npt.NDArray[np.int64]
+        self,
+        first: int,
+        src: npt.NDArray[np.uint64],
+        dst: npt.NDArray[np.uint64],
+        sizes: npt.NDArray[np.int64],
     ) -> None:
         """Store records ``first ..`` of values :meth:`CopyPlan.compute` made and checked:
         three column writes into the table's host memory, after any upload still reading it

@@ -39,8 +39,14 @@ def _table() -> Crossovers:
 
 @pytest.mark.parametrize(
     ("block", "engine", "fraction"),
-    [(4 * KIB, "kernel", 0.0), (2 * KIB, "kernel", 0.0), (200 * KIB, "split", 0.45),
-     (300 * KIB, "split", 0.45), (3 * 1024 * KIB, "copy_engine", 0.0), (64 * 1024 * KIB, "copy_engine", 0.0)],
+    [
+        (4 * KIB, "kernel", 0.0),
+        (2 * KIB, "kernel", 0.0),
+        (200 * KIB, "split", 0.45),
+        (300 * KIB, "split", 0.45),
+        (3 * 1024 * KIB, "copy_engine", 0.0),
+        (64 * 1024 * KIB, "copy_engine", 0.0),
+    ],
 )
 def test_best_engine_at_the_nearest_measured_block_size(block: int, engine: str, fraction: float) -> None:
     best = _table().best("H2D", block)
@@ -67,8 +73,9 @@ def test_copy_engine_path_only_on_cuda() -> None:
 
 
 # -- on a GPU ----------------------------------------------------------------------------------
-def _blocks(direction: str, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor, list[int], list[int],
-                                                                 list[int]]:
+def _blocks(
+    direction: str, rng: np.random.Generator
+) -> tuple[torch.Tensor, torch.Tensor, list[int], list[int], list[int]]:
     """Random blocks of odd sizes, source offsets and destination offsets in two arenas."""
     sizes = [int(x) for x in rng.integers(1, 70_000, 24)]
     src_offs, dst_offs, s, d = [], [], 0, 0
@@ -79,9 +86,11 @@ def _blocks(direction: str, rng: np.random.Generator) -> tuple[torch.Tensor, tor
         dst_offs.append(d)
         s += z
         d += z
+
     def arena(side: str, n: int) -> torch.Tensor:
         t = torch.from_numpy(rng.integers(0, 256, n + 64, dtype=np.uint8))
         return t.cuda() if side == "D" else t.pin_memory()
+
     return arena(direction[0], s), arena(direction[2], d), src_offs, dst_offs, sizes
 
 

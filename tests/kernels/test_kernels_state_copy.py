@@ -93,6 +93,7 @@ def test_launcher_defaults_for_a_batch(kernel_device: torch.device) -> None:
     src, dst, bias = [0, 1, 3, 2, 0, 4], [5, 6, 3, 1, 2, 7], [1, 0, 2, 0, 3, 1]
     want = reference(setup, src, dst, bias, list(range(6)), True)
     sizes = [s[0].numel() * s.element_size() for s in setup.states]
-    _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=True, **state_copy_config(sizes, 6, kernel_device))
+    knobs = state_copy_config(sizes, 6, kernel_device)
+    _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=True, **knobs)
     for got, exp in zip(setup.states, want, strict=True):
         assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))

@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import importlib
 import logging
 import math
 import threading
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -51,6 +52,7 @@ Engine = Literal["kernel", "copy_engine", "copy_engine_loop", "split"]
 Direction = Literal["H2D", "D2H", "D2D", "H2H"]
 
 LOG = logging.getLogger("devptr.ec")
+_cuda: Any = torch.cuda  # its Stream/Event/init are untyped on some torch releases
 
 KIB = 1024
 CALIBRATION_BLOCKS: tuple[int, ...] = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1024 * KIB, 4096 * KIB)
@@ -94,8 +96,10 @@ class CudaRuntime:
         self.version = version
         self.has_batch = version >= 12080 and hasattr(lib, "cudaMemcpyBatchAsync")
         self._fail_idx = version < 13000  # 12.8/12.9 take a failIdx argument before the stream
-        self._attrs = {order: _MemcpyAttributes(order, _MemLocation(), _MemLocation(), 0)
-                       for order in (_ORDER_STREAM, _ORDER_ANY)}
+        self._attrs = {
+            order: _MemcpyAttributes(order, _MemLocation(), _MemLocation(), 0)
+            for order in (_ORDER_STREAM, _ORDER_ANY)
+        }
         self._zero = ctypes.c_size_t(0)
         self._fail = ctypes.c_size_t(0)
 
@@ -104,9 +108,13 @@ class CudaRuntime:
         attr = self._attrs[_ORDER_ANY if any_order else _ORDER_STREAM]
         n = int(sizes.shape[0])
         args: list[object] = [
-            ctypes.c_void_p(dst.ctypes.data), ctypes.c_void_p(src.ctypes.data),
-            ctypes.c_void_p(sizes.ctypes.data), ctypes.c_size_t(n), ctypes.byref(attr),
-            ctypes.byref(self._zero), ctypes.c_size_t(1),
+            ctypes.c_void_p(dst.ctypes.data),
+            ctypes.c_void_p(src.ctypes.data),
+            ctypes.c_void_p(sizes.ctypes.data),
+            ctypes.c_size_t(n),
+            ctypes.byref(attr),
+            ctypes.byref(self._zero),
+            ctypes.c_size_t(1),
         ]
         if self._fail_idx:
             args.append(ctypes.byref(self._fail))
@@ -119,14 +127,18 @@ class CudaRuntime:
         st = ctypes.c_void_p(stream)
         for d, s, k in zip(dst.tolist(), src.tolist(), sizes.tolist(), strict=True):
             if k:
-                _check(fn(ctypes.c_void_p(d), ctypes.c_void_p(s), ctypes.c_size_t(k), _MEMCPY_DEFAULT, st),
-                       "cudaMemcpyAsync")
+                _check(
+                    fn(ctypes.c_void_p(d), ctypes.c_void_p(s), ctypes.c_size_t(k), _MEMCPY_DEFAULT, st),
+                    "cudaMemcpyAsync",
+                )
 
     def on_device(self, addr: int) -> bool:
         """Whether ``addr`` is device (or managed) memory, by ``cudaPointerGetAttributes``."""
         attrs = _PointerAttributes()
-        _check(self.lib.cudaPointerGetAttributes(ctypes.byref(attrs), ctypes.c_void_p(addr)),
-               "cudaPointerGetAttributes")
+        _check(
+            self.lib.cudaPointerGetAttributes(ctypes.byref(attrs), ctypes.c_void_p(addr)),
+            "cudaPointerGetAttributes",
+        )
         return attrs.type in (_MEM_TYPE_DEVICE, _MEM_TYPE_MANAGED)
 
 
@@ -150,7 +162,7 @@ def cuda_runtime() -> CudaRuntime | None:
 def _load() -> CudaRuntime | None:
     if not torch.cuda.is_available():
         return None
-    torch.cuda.init()
+    _cuda.init()
     for name in _SONAMES:
         try:
             lib = ctypes.CDLL(name)
@@ -238,27 +250,59 @@ def last_choice() -> EngineChoice | None:
 
 def record(choice: EngineChoice) -> EngineChoice:
     _last[:] = [choice]
-    LOG.debug("EC swap: %s (%s, %d-byte blocks): %s", choice.engine, choice.direction,
-              choice.block_bytes, choice.reason)
+    LOG.debug(
+        "EC swap: %s (%s, %d-byte blocks): %s",
+        choice.engine,
+        choice.direction,
+        choice.block_bytes,
+        choice.reason,
+    )
     return choice
 
 
 Runner = Callable[[U64Array, U64Array, U64Array], None]
 
 
-_side: dict[int, torch.cuda.Stream] = {}
+def kernel_copy(
+    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int | None = None
+) -> None:
+    """Run ``devptr.kernels.batch_memcpy`` on descriptor tensors that live on the device.
+
+    One launch on the current stream. ``max_size`` (the largest byte count, known on the
+    host) sizes the grid. On the CPU the tensors stay on the host and the kernel runs
+    under ``TRITON_INTERPRET=1`` (tests).
+    """
+    try:  # looked up lazily: devptr.kernels imports triton
+        batch_memcpy: Callable[..., object] = importlib.import_module("devptr.kernels").batch_memcpy
+    except (ImportError, AttributeError) as exc:
+        raise StateError(
+            "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
+            f"install devptr[kernels] or register a platform op ({exc})"
+        ) from None
+    batch_memcpy(src, dst, sizes, n, max_size=max_size)
 
 
-def _side_stream(device: torch.device) -> torch.cuda.Stream:
+_side: dict[int, Any] = {}
+
+
+def _side_stream(device: torch.device) -> Any:
+    """This module's side stream on ``device`` (a ``torch.cuda.Stream``)."""
     idx = _index(device)
     st = _side.get(idx)
     if st is None:
-        st = _side[idx] = torch.cuda.Stream(torch.device("cuda", idx))
+        st = _side[idx] = _cuda.Stream(torch.device("cuda", idx))
     return st
 
 
-def copy_engines(src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device, any_order: bool = False,
-                 *, side: bool = False) -> None:
+def copy_engines(
+    src: U64Array,
+    dst: U64Array,
+    sizes: U64Array,
+    device: torch.device,
+    any_order: bool = False,
+    *,
+    side: bool = False,
+) -> None:
     """The copy engines over host uint64 tables, ordered on the current stream of ``device``.
 
     ``side`` (or a current stream that is the legacy default stream): on a side stream
@@ -304,8 +348,6 @@ def split_copy(
     """The first ``fraction`` of the descriptors on the copy engines (side stream), the
     rest on the SM kernel (current stream, from ``device_tables``: the same descriptors on
     the device), the current stream then waiting for both."""
-    from devptr.adapters.ec_connector._swap import kernel_copy
-
     n = int(sizes.shape[0])
     m = min(n, max(0, round(n * fraction)))
     cur = torch.cuda.current_stream(device)
@@ -323,8 +365,15 @@ def split_copy(
     cur.wait_stream(other)
 
 
-def run_engine(engine: Engine, src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device,
-               any_order: bool = False, fraction: float = 0.5) -> None:
+def run_engine(
+    engine: Engine,
+    src: U64Array,
+    dst: U64Array,
+    sizes: U64Array,
+    device: torch.device,
+    any_order: bool = False,
+    fraction: float = 0.5,
+) -> None:
     """Run one batch on ``engine`` (host uint64 tables; current stream of ``device``)."""
     if engine == "kernel":
         _kernel_runner(src, dst, sizes, device)()
@@ -363,7 +412,7 @@ def calibrate(
     dev = torch.device("cuda", _index(dev))
     result = Crossovers(torch.cuda.get_device_name(dev))
     ce = copy_engine_name()
-    side = torch.cuda.Stream(dev)
+    side = _cuda.Stream(dev)
     with torch.cuda.device(dev), torch.cuda.stream(side):
         a = torch.empty(total, dtype=torch.uint8, device=dev)
         b = torch.empty(total, dtype=torch.uint8, device=dev)
@@ -382,19 +431,10 @@ def calibrate(
                 s = np.uint64(src_mem.data_ptr()) + perm * np.uint64(bs)
                 d = np.uint64(dst_mem.data_ptr()) + np.arange(n, dtype=U64) * np.uint64(bs)
                 k = np.full(n, bs, dtype=U64)
-                row: dict[str, float] = {}
-                for engine in ("kernel", ce):
-                    try:
-                        fn = _kernel_runner(s, d, k, dev) if engine == "kernel" else (
-                            lambda: copy_engines(s, d, k, dev))
-                        row[engine] = n * bs / _time(fn, repeat) / 1e9
-                    except StateError as exc:
-                        result.notes.append(f"{direc} {bs} B, {engine}: {exc}")
-                if len(row) == 2 and direc != "D2D":
-                    # both engines share the link: give each the share it moves alone
-                    frac = row[ce] / (row[ce] + row["kernel"])
-                    tabs = _device_tables(s, d, k, dev)
-                    row["split"] = n * bs / _time(lambda: split_copy(s, d, k, tabs, dev, frac), repeat) / 1e9
+                row, frac = _measure(
+                    s, d, k, dev, ce, repeat, direc != "D2D", result.notes, f"{direc} {bs} B"
+                )
+                if "split" in row:
                     fracs[bs] = frac
                 if row:
                     table[bs] = row
@@ -407,11 +447,42 @@ def calibrate(
     return result
 
 
+def _measure(
+    s: U64Array,
+    d: U64Array,
+    k: U64Array,
+    dev: torch.device,
+    ce: Engine,
+    repeat: int,
+    with_split: bool,
+    notes: list[str],
+    what: str,
+) -> tuple[dict[str, float], float]:
+    """GB/s of each engine on one batch (and of ``split``, when both ran), and the split's
+    copy-engine share."""
+    nbytes = int(k.sum())
+    row: dict[str, float] = {}
+    runners: dict[str, Callable[[], object]] = {
+        "kernel": _kernel_runner(s, d, k, dev),
+        ce: lambda: copy_engines(s, d, k, dev),
+    }
+    for engine, fn in runners.items():
+        try:
+            row[engine] = nbytes / _time(fn, repeat) / 1e9
+        except StateError as exc:
+            notes.append(f"{what}, {engine}: {exc}")
+    frac = 0.0
+    if len(row) == 2 and with_split:
+        # both engines share the link: give each the share it moves alone
+        frac = row[ce] / (row[ce] + row["kernel"])
+        tabs = _device_tables(s, d, k, dev)
+        row["split"] = nbytes / _time(lambda: split_copy(s, d, k, tabs, dev, frac), repeat) / 1e9
+    return row, frac
+
+
 def _kernel_runner(src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device) -> Callable[[], None]:
     """The SM kernel on tables uploaded once (the swap path uploads them from pinned memory,
     a few microseconds for the batches calibrated here)."""
-    from devptr.adapters.ec_connector._swap import kernel_copy
-
     tabs = _device_tables(src, dst, sizes, device)
     n, top = int(sizes.shape[0]), int(sizes.max())
     return lambda: kernel_copy(tabs[0], tabs[1], tabs[2], n, top)
@@ -420,8 +491,10 @@ def _kernel_runner(src: U64Array, dst: U64Array, sizes: U64Array, device: torch.
 def _device_tables(
     src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    s, d, k = (torch.from_numpy(np.ascontiguousarray(a).view(np.int64)).to(device).view(torch.uint64)
-               for a in (src, dst, sizes))
+    s, d, k = (
+        torch.from_numpy(np.ascontiguousarray(a).view(np.int64)).to(device).view(torch.uint64)
+        for a in (src, dst, sizes)
+    )
     return s, d, k
 
 
@@ -430,8 +503,8 @@ def _time(fn: Callable[[], object], repeat: int) -> float:
     fn()
     times = []
     for _ in range(repeat):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
+        start = _cuda.Event(enable_timing=True)
+        end = _cuda.Event(enable_timing=True)
         start.record()
         fn()
         end.record()

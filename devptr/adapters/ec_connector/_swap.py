@@ -33,7 +33,6 @@ import ctypes
 import importlib
 import importlib.util
 import threading
-import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
@@ -53,7 +52,9 @@ from devptr._errors import (
     describe,
 )
 from devptr._ptr import SIGN_BIT
+from devptr.adapters.ec_connector import _engines
 from devptr.adapters.ec_connector._checks import check_extent, default_device
+from devptr.adapters.ec_connector._engines import kernel_copy
 
 if TYPE_CHECKING:
     from devptr.adapters.ec_connector._descriptors import DescriptorBuffers
@@ -220,25 +221,6 @@ def host_copy(src: U64Array, dst: U64Array, sizes: U64Array) -> None:
             memmove(d, s, k)
 
 
-def kernel_copy(
-    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int | None = None
-) -> None:
-    """Run ``devptr.kernels.batch_memcpy`` on descriptor tensors that live on the device.
-
-    One launch on the current stream. ``max_size`` (the largest byte count, known on the
-    host) sizes the grid. On the CPU the tensors stay on the host and the kernel runs
-    under ``TRITON_INTERPRET=1`` (tests).
-    """
-    try:  # looked up lazily: devptr.kernels imports triton
-        batch_memcpy: Callable[..., object] = importlib.import_module("devptr.kernels").batch_memcpy
-    except (ImportError, AttributeError) as exc:
-        raise StateError(
-            "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
-            f"install devptr[kernels] or register a platform op ({exc})"
-        ) from None
-    batch_memcpy(src, dst, sizes, n, max_size=max_size)
-
-
 def _engine(
     path: SwapPath, chosen: SwapPath, device: torch.device, s: U64Array, d: U64Array, k: U64Array
 ) -> tuple[str, float]:
@@ -246,8 +228,7 @@ def _engine(
     or the one asked for; other paths unchanged."""
     if device.type != "cuda" or chosen not in ("kernel", "copy_engine"):
         return chosen, 0.0
-    from devptr.adapters.ec_connector import _engines as E
-
+    E = _engines
     if path == "auto":
         choice = E.choose(device, s, d, k)
     else:
@@ -258,16 +239,12 @@ def _engine(
     return engine, choice.fraction
 
 
-def _engines_mod() -> types.ModuleType:
-    from devptr.adapters.ec_connector import _engines
-
-    return _engines
-
-
 def _device_tables(
     src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, count: int, dev: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    s, d, k = (t[:count].view(torch.int64).to(dev, non_blocking=True).view(torch.uint64) for t in (src, dst, sizes))
+    s, d, k = (
+        t[:count].view(torch.int64).to(dev, non_blocking=True).view(torch.uint64) for t in (src, dst, sizes)
+    )
     return s, d, k
 
 
@@ -326,10 +303,10 @@ def swap_blocks_batch(
         return
     engine, frac = _engine(path, chosen, dev, s, d, k)
     if engine == "copy_engine":
-        _engines_mod().copy_engines(s, d, k, dev, is_src_access_order_any)
+        _engines.copy_engines(s, d, k, dev, is_src_access_order_any)
     elif engine == "split":
         on_dev = _device_tables(src, dst, sizes, count, dev)
-        _engines_mod().split_copy(s, d, k, on_dev, dev, frac, is_src_access_order_any)
+        _engines.split_copy(s, d, k, on_dev, dev, frac, is_src_access_order_any)
     elif chosen == "op":
         enc = encoding_for(be)
         op = swap_op_for(be)
@@ -363,9 +340,9 @@ def swap_buffers(
         return
     engine, frac = _engine(path, chosen, bufs.device, s, d, k)
     if engine == "copy_engine":
-        _engines_mod().copy_engines(s, d, k, bufs.device, is_src_access_order_any)
+        _engines.copy_engines(s, d, k, bufs.device, is_src_access_order_any)
     elif engine == "split":
-        _engines_mod().split_copy(s, d, k, bufs.to_device(count, Encoding.U64), bufs.device, frac,
+        _engines.split_copy(s, d, k, bufs.to_device(count, Encoding.U64), bufs.device, frac,
                                   is_src_access_order_any)
     elif chosen == "op":
         op = swap_op_for(bufs.backend)
