@@ -82,7 +82,9 @@ STATE_CHUNK = 4096
 """Bytes one program moves per step in state copies."""
 
 
-def state_copy_config(copy_bytes: Sequence[int], num_reqs: int, device: torch.device) -> StateCopyConfig:
+def state_copy_config(
+    copy_bytes: Sequence[int], num_reqs: int = 1, device: torch.device | None = None
+) -> StateCopyConfig:
     """Launch knobs of :func:`copy_state_blocks` for states that copy ``copy_bytes`` bytes
     each (per request; conv windows: the whole window).
 
