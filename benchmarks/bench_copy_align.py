@@ -41,21 +41,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _harness as H
-from benchmarks.bench_convention_gpu import load_vllm_batch_memcpy
+from benchmarks.bench_convention_gpu import find_vllm_file, load_vllm_batch_memcpy
 from devptr import DevicePtr, PtrBuffer, addresses
 from devptr.kernels import SizeBuffer, batch_memcpy
 from devptr.kernels import _memcpy as M
 
 KIB = 1024
 MIB = 1024 * KIB
-
-
-def find_vllm_file(arg: str | None) -> Path:
-    if arg:
-        return Path(arg)
-    from tools.vllm_ref import vllm_source_root
-
-    return vllm_source_root() / "vllm" / "v1" / "worker" / "mamba_utils.py"
 
 
 def load_before(path: Path) -> Any:

@@ -30,12 +30,9 @@ variants taking turns over ``--rounds`` rounds; median of all samples.
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib.util
 import json
 import statistics
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _harness as H
+from benchmarks.bench_convention_gpu import find_vllm_file, load_vllm_kernels
 from devptr import DevicePtr, PtrBuffer, PtrTable
 from devptr.kernels import STATE_META_COLUMNS, copy_state_blocks, state_copy_config
 
@@ -54,34 +52,9 @@ VLLM_TILES = 16  # vLLM 0.33.0's _TEMPORAL_TILES
 VLLM_COPY_BLOCK = 1024  # run_fused_precopy's COPY_BLOCK_SIZE
 
 
-def find_vllm_file(arg: str | None) -> Path:
-    if arg:
-        return Path(arg)
-    from tools.vllm_ref import vllm_source_root
-
-    return vllm_source_root() / "vllm" / "v1" / "worker" / "mamba_utils.py"
-
-
 def load_vllm_precopy(path: Path) -> Any:
-    """vLLM's fused pre-copy kernel and the device functions it calls, their source text
-    copied unmodified from ``path`` into a temporary module (Triton reads source files)."""
-    src = path.read_text(encoding="utf-8")
-    lines = src.splitlines()
-    tree = ast.parse(src)
-    parts = []
-    for name in VLLM_FUNCS:
-        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
-        start = min(d.lineno for d in node.decorator_list) - 1
-        parts.append("\n".join(lines[start : node.end_lineno]))
-    text = "import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(parts) + "\n"
-    folder = Path(tempfile.mkdtemp(prefix="vllm_precopy_"))
-    mod_path = folder / "vllm_precopy_kernel.py"
-    mod_path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("vllm_precopy_kernel", mod_path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.precopy_mamba_align_fused_kernel
+    """vLLM's fused pre-copy kernel and the device functions it calls, from ``path``."""
+    return load_vllm_kernels(path, VLLM_FUNCS, "vllm_precopy_kernel").precopy_mamba_align_fused_kernel
 
 
 class Model:

@@ -37,6 +37,20 @@ def _memmove_kind(src, dst, size):
 
 
 @triton.jit
+def _edges(src, dst, size, head, body):
+    """The bytes before ``head`` and from ``head + body`` to ``size`` (fewer than 16 each),
+    through a 16-lane byte copy."""
+    lane = tl.arange(0, 16).to(tl.int64)
+    src8 = src.to(tl.pointer_type(tl.uint8))
+    dst8 = dst.to(tl.pointer_type(tl.uint8))
+    hm = lane < head
+    tl.store(dst8 + lane, tl.load(src8 + lane, mask=hm), mask=hm)
+    tail = head + body + lane
+    tm = tail < size
+    tl.store(dst8 + tail, tl.load(src8 + tail, mask=tm), mask=tm)
+
+
+@triton.jit
 def _steps(full, g, split, SLICE: tl.constexpr):
     """Program ``g`` of ``split``'s full steps ``range(lo, hi, step)`` of ``full``, and
     whether it also owns the partial step ``full``: round-robin (``SLICE`` false: steps
@@ -80,14 +94,7 @@ def _copy_aligned(
     head = tl.minimum(((ALIGN - (dst & (ALIGN - 1))) & (ALIGN - 1)).to(tl.int64), size)
     body = ((size - head) // ALIGN) * ALIGN
     if g == 0:
-        lane = tl.arange(0, 16).to(tl.int64)
-        src8 = src.to(tl.pointer_type(tl.uint8))
-        dst8 = dst.to(tl.pointer_type(tl.uint8))
-        hm = lane < head
-        tl.store(dst8 + lane, tl.load(src8 + lane, mask=hm), mask=hm)
-        tail = head + body + lane
-        tm = tail < size
-        tl.store(dst8 + tail, tl.load(src8 + tail, mask=tm), mask=tm)
+        _edges(src, dst, size, head, body)
     ELEMS: tl.constexpr = CHUNK // ELEM
     sp = tl.multiple_of((src + head.to(tl.uint64)).to(tl.pointer_type(T)), ALIGN)
     dp = tl.multiple_of((dst + head.to(tl.uint64)).to(tl.pointer_type(T)), ALIGN)
@@ -122,14 +129,7 @@ def _copy_shifted(src, dst, size, g, split, CHUNK: tl.constexpr, SLICE: tl.const
     head = tl.minimum(((16 - (dst & 15)) & 15).to(tl.int64), size)
     body = ((size - head) // 16) * 16
     if g == 0:
-        lane = tl.arange(0, 16).to(tl.int64)
-        src8 = src.to(tl.pointer_type(tl.uint8))
-        dst8 = dst.to(tl.pointer_type(tl.uint8))
-        hm = lane < head
-        tl.store(dst8 + lane, tl.load(src8 + lane, mask=hm), mask=hm)
-        tail = head + body + lane
-        tm = tail < size
-        tl.store(dst8 + tail, tl.load(src8 + tail, mask=tm), mask=tm)
+        _edges(src, dst, size, head, body)
     ELEMS: tl.constexpr = CHUNK // 8
     s0 = src + head.to(tl.uint64)
     lo_bits = (s0 & 7).to(tl.uint64) * 8

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from support.segment_cases import scattered
 
 from devptr import DevicePtr, InvalidValueError, PtrTypeError
 from devptr.adapters.ec_connector import (
@@ -78,14 +79,7 @@ def _blocks(
 ) -> tuple[torch.Tensor, torch.Tensor, list[int], list[int], list[int]]:
     """Random blocks of odd sizes, source offsets and destination offsets in two arenas."""
     sizes = [int(x) for x in rng.integers(1, 70_000, 24)]
-    src_offs, dst_offs, s, d = [], [], 0, 0
-    for z in sizes:
-        s += int(rng.integers(0, 64))
-        d += int(rng.integers(0, 64))
-        src_offs.append(s)
-        dst_offs.append(d)
-        s += z
-        d += z
+    src_offs, dst_offs, s, d = scattered(sizes, int(rng.integers(1 << 30)), gap=64)
 
     def arena(side: str, n: int) -> torch.Tensor:
         t = torch.from_numpy(rng.integers(0, 256, n + 64, dtype=np.uint8))
