@@ -198,3 +198,21 @@ def test_empty_copies_never_reach_the_copy_engines(has_batch: bool) -> None:
     E._copy_on(rt, u(16, 0, 48), u(1, 0, 3), u(8, 0, 24), 7, False)  # type: ignore[arg-type]
     E._copy_on(rt, u(0), u(0), u(0), 7, False)  # type: ignore[arg-type]
     assert rt.calls == [("batch" if has_batch else "loop", [16, 48], [1, 3], [8, 24])]
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("portable")
+def test_auto_with_empty_copies_first() -> None:
+    # empty tensors may have a null address: the direction comes from the first copy with
+    # bytes, and empty copies never reach the copy engines
+    empty = torch.empty(0, dtype=torch.uint8, device="cuda")
+    src = torch.arange(256, dtype=torch.int64).to(torch.uint8).cuda()
+    dst = torch.zeros(256, dtype=torch.uint8).pin_memory()
+    t = lambda *v: torch.tensor(v, dtype=torch.int64)  # noqa: E731
+    for path in ("auto", "copy_engine", "kernel"):
+        dst.zero_()
+        swap_blocks_batch(
+            t(empty.data_ptr(), src.data_ptr()), t(0, dst.data_ptr()), t(0, 256), device="cuda", path=path
+        )  # type: ignore[arg-type]
+        torch.cuda.synchronize()
+        assert torch.equal(dst, src.cpu()), path

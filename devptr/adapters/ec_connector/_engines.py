@@ -260,9 +260,6 @@ def record(choice: EngineChoice) -> EngineChoice:
     return choice
 
 
-Runner = Callable[[U64Array, U64Array, U64Array], None]
-
-
 def kernel_copy(
     src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int | None = None
 ) -> None:
@@ -517,12 +514,16 @@ def choose(device: torch.device, src: U64Array, dst: U64Array, sizes: U64Array) 
     """The engine for one batch on ``device`` (calibrating the device on first use)."""
     n = int(sizes.shape[0])
     block = int(sizes.sum()) // max(n, 1)
+    live = np.flatnonzero(sizes)
+    if not live.size:
+        return record(EngineChoice("kernel", None, 0, "no bytes to copy"))
+    first = int(live[0])  # an empty copy's address may be null: read the direction elsewhere
     rt = cuda_runtime()
     if rt is None:
         return record(EngineChoice("kernel", None, block, "no CUDA runtime library for the copy engines"))
     if torch.cuda.is_current_stream_capturing():
         return record(EngineChoice("kernel", None, block, "stream capture: the capturable kernel"))
-    direc = direction(rt, int(src[0]), int(dst[0]))
+    direc = direction(rt, int(src[first]), int(dst[first]))
     table = crossovers(device)
     if table is None:
         table = calibrate(device)
