@@ -68,23 +68,30 @@ MIB = W.MIB
 
 
 # -- vLLM's kernel, from the wheel's source ------------------------------------------------
-def load_vllm_batch_memcpy(path: Path) -> Any:
-    """vLLM's ``batch_memcpy_kernel``, its source text copied unmodified from ``path`` into a
-    temporary module (Triton needs a file to read the source from)."""
+def load_vllm_kernels(path: Path, names: tuple[str, ...], module: str) -> Any:
+    """A module holding vLLM's Triton functions ``names``, their source text copied unmodified
+    from ``path`` (Triton needs a file to read the source from)."""
     src = path.read_text(encoding="utf-8")
+    lines = src.splitlines()
     tree = ast.parse(src)
-    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "batch_memcpy_kernel")
-    start = min(d.lineno for d in node.decorator_list) - 1
-    lines = src.splitlines()[start : node.end_lineno]
-    text = "import triton\nimport triton.language as tl\n\n\n" + "\n".join(lines) + "\n"
-    folder = Path(tempfile.mkdtemp(prefix="vllm_kernel_"))
-    mod_path = folder / "vllm_batch_memcpy_kernel.py"
+    parts = []
+    for name in names:
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        start = min(d.lineno for d in node.decorator_list) - 1
+        parts.append("\n".join(lines[start : node.end_lineno]))
+    text = "import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(parts) + "\n"
+    mod_path = Path(tempfile.mkdtemp(prefix="vllm_kernel_")) / f"{module}.py"
     mod_path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("vllm_batch_memcpy_kernel", mod_path)
+    spec = importlib.util.spec_from_file_location(module, mod_path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.batch_memcpy_kernel
+    return mod
+
+
+def load_vllm_batch_memcpy(path: Path) -> Any:
+    """vLLM's ``batch_memcpy_kernel``, from the wheel's ``mamba_utils.py`` at ``path``."""
+    return load_vllm_kernels(path, ("batch_memcpy_kernel",), "vllm_batch_memcpy_kernel").batch_memcpy_kernel
 
 
 def find_vllm_file(arg: str | None) -> Path:
