@@ -161,11 +161,6 @@ def _record_extents(items: Sequence[object], addrs: U64Array) -> None:
         note_extent(a, o)
 
 
-def ptr_list(values: object, where: str = "ptrs") -> list[DevicePtr]:
-    """Like :func:`ptr_array`, as DevicePtrs."""
-    return [DevicePtr(a) for a in ptr_array(values, where).tolist()]
-
-
 _max = np.maximum.reduce
 _min = np.minimum.reduce
 

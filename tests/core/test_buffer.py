@@ -18,7 +18,7 @@ from devptr import (
     PtrBuffer,
     PtrTypeError,
 )
-from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, FakeTensor, encoding_environment
+from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, FakeTensor, encoding_environment, table_bits
 
 addr_lists = st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=40)
 
@@ -36,7 +36,7 @@ def _roundtrip(values: list[int]) -> None:
     assert buf.numpy().tolist() == values
     dev = buf.to_device(encoding=Encoding.I64)
     assert dev.dtype == torch.int64
-    assert dev.view(torch.uint64).tolist() == values
+    assert table_bits(dev) == values
     assert buf.device(Encoding.U64).tolist() == values
 
 

@@ -15,7 +15,6 @@ sizes column read the same value: one storage serves the CUDA/ROCm op (int64 src
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -33,10 +32,7 @@ from devptr._ptr import ADDR_LIMIT, SIGN_BIT
 from devptr._storage import Storage, current_device, resolve_device
 from devptr._table_base import TableBase, guarded
 from devptr.adapters.ec_connector._checks import check_extent
-
-if TYPE_CHECKING:
-    from devptr.adapters.ec_connector._swap import SwapPath
-
+from devptr.adapters.ec_connector._swap import SwapPath, swap_buffers
 
 _max = np.maximum.reduce
 
@@ -282,8 +278,6 @@ class DescriptorBuffers(TableBase):
         See :func:`devptr.adapters.ec_connector.swap_blocks_batch` for which path runs.
         The buffers must stay held until the copies finished (stream order on a device).
         """
-        from devptr.adapters.ec_connector._swap import swap_buffers
-
         swap_buffers(self, n, is_src_access_order_any=is_src_access_order_any, path=path)
 
     def __repr__(self) -> str:
