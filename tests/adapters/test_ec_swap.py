@@ -55,6 +55,18 @@ def test_host_path_copies_many_odd_sizes_byte_exact(dtype: torch.dtype) -> None:
     assert all(torch.equal(s, d) for s, d in zip(srcs, dsts, strict=True))
 
 
+def test_device_goes_through_the_core_resolver() -> None:
+    """Issue 24: one device resolver; torch.device("gpu") raised torch's RuntimeError here."""
+    from devptr import PtrTypeError, UnknownBackendError
+
+    srcs = [torch.arange(8, dtype=torch.uint8)]
+    dsts = [torch.zeros(8, dtype=torch.uint8)]
+    for device, error in (("gpu", UnknownBackendError), (0, PtrTypeError)):
+        with pytest.raises(error):
+            swap_blocks_batch(_ptrs(srcs), _ptrs(dsts), torch.full((1,), 8), device=device)  # type: ignore[arg-type]
+    assert torch.equal(dsts[0], torch.zeros(8, dtype=torch.uint8))
+
+
 def test_n_limits_the_copies() -> None:
     srcs = [torch.arange(64, dtype=torch.uint8) + k for k in range(4)]
     dsts = [torch.zeros(64, dtype=torch.uint8) for _ in range(4)]

@@ -52,6 +52,7 @@ from devptr._errors import (
     describe,
 )
 from devptr._ptr import SIGN_BIT
+from devptr._storage import resolve_device
 from devptr.adapters.ec_connector import _engines
 from devptr.adapters.ec_connector._checks import check_extent, default_device
 from devptr.adapters.ec_connector._engines import kernel_copy
@@ -312,7 +313,7 @@ def swap_blocks_batch(
     d = _as_u64(dst, "dst", count)
     k = _as_u64(sizes, "sizes", count)
     validate(s, d, k)
-    dev = default_device() if device is None else torch.device(device)
+    dev = default_device() if device is None else resolve_device(device)  # the core's resolver
     be = dev.type if backend is None else backend
     chosen = choose_path(be, dev, path)
     if count == 0:
