@@ -54,7 +54,9 @@ RFC_PATH: Final = Path("rfc/0001-device-pointer-convention.md")
 """The RFC, relative to the repository root."""
 APPENDIX_PATH: Final = Path("rfc/0001-appendix.md")
 """The RFC's appendix (generated tables, per-option details, benchmark quotes)."""
-DOC_PATHS: Final = (RFC_PATH, APPENDIX_PATH)
+LAMPORT_PATH: Final = Path("rfc/0001-note-lamport.md")
+"""The Lamport all-reduce note (not part of the migration plan)."""
+DOC_PATHS: Final = (RFC_PATH, APPENDIX_PATH, LAMPORT_PATH)
 """Every document holding generated blocks; each block lives in exactly one of them."""
 TRAP_SUMMARY: Final = (
     "`int64_tensor[k] = HI`",
@@ -216,10 +218,6 @@ REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 """The checkout this module runs from (results files are read relative to it)."""
 
 
-def _float32(row: list[str]) -> bool:
-    return row[0].strip() == "float32"
-
-
 QUOTES: Final[dict[str, Quote]] = {
     "perf-core": Quote(Path("benchmarks/results/core.md"), "Summary", 0),
     "perf-kernels": Quote(Path("benchmarks/results/kernels.md"), "Alignment classes", 0),
@@ -228,8 +226,8 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-kernels-adapter": Quote(Path("benchmarks/results/kernels.md"), "The Mamba adapter's real path", 0),
     "perf-ec": Quote(Path("benchmarks/results/ec_connector.md"), "Building descriptors", 0),
     "perf-ec-gpu": Quote(Path("benchmarks/results/ec_connector.md"), "GPU: D2H", 0),
-    "perf-lamport-eager": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph", 0, _float32),
-    "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph", 1, _float32),
+    "perf-lamport-eager": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph", 0),
+    "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph", 1),
     "perf-lint": Quote(Path("benchmarks/results/lint.md"), "", 0),
     "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "Migration", 0),
     "perf-migrate-rules": Quote(Path("benchmarks/results/migrate.md"), "Migration", 1),
@@ -238,7 +236,8 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-convention-transfers": Quote(Path("benchmarks/results/convention_gpu.md"), "Host transfers", 0),
     "perf-convention-host": Quote(Path("benchmarks/results/convention_host.md"), "H200 host", 0),
 }
-"""Tables quoted from the other parts' results files (not compared by the test)."""
+"""Tables quoted whole from the other parts' results files (``tests/tools/test_quotes.py``
+compares every row; a quote cannot drop rows)."""
 
 
 def _quoted(name: str, quote: Quote) -> BlockSpec:
@@ -282,6 +281,20 @@ def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
 
         out.append(attrs.evolve(_static("vllm-check", check_table), needs_tree=True))
         out.append(attrs.evolve(_static("vllm-check-areas", area_table), needs_tree=True))
+
+        def platform_table() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
+            from tools.report.static import platform_rows
+
+            return platform_rows(tree)
+
+        out.append(attrs.evolve(_static("vllm-check-platforms", platform_table), needs_tree=True))
+
+        def compare_table() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
+            from tools.report.kernel_scan import kernel_compare_rows
+
+            return kernel_compare_rows(tree)
+
+        out.append(attrs.evolve(_static("vllm-kernel-compares", compare_table), needs_tree=True))
     return out
 
 

@@ -107,7 +107,20 @@ EXCLUSIONS: Final[tuple[Exclusion, ...]] = (
     _rule("path:line", r"[\w./-]+\.\w+:\d+(?:-\d+)?", "a line number in a code reference"),
     _rule("enumeration", r"\(\d{1,2}\)", "a list marker inside a sentence: (1), (2)"),
     _rule("bit/byte width", r"\b\d+-(?:bit|byte|D|d|way)\b", "a width or rank (64-bit, 16-byte, 2-D)"),
+    _rule("word width", r"\b(?:32|64)\s+bits\b", "the width of an address or an int (64 bits)"),
+    _rule(
+        "version column",
+        rf"\b{_VER}(?:\s*(?:/|,|and|or)\s*{_VER})*\s+columns?\b",
+        "a table column named for a torch version (the 2.11 column)",
+    ),
+    _rule("non-negative", r"(?:>=|≥)\s*0\b(?![.\d])", "a bound of a contract (sizes >= 0)"),
+    _rule(
+        "file name",
+        r"[\w./-]*\.(?:md|py|png|toml|ya?ml|json|txt|sh|cfg|ini|whl)\b",
+        "a file name with digits in it (0001-appendix.md)",
+    ),
     _rule("twos complement", r"\btwo's\b", "the name of an encoding"),
+    _rule("power of two", r"\bpowers? of two\b", "a property (a chunk that is a power of two)"),
     _rule(
         "identifier", r"[A-Za-z_][A-Za-z_]*\d[\w]*", "a name with digits in it (int64, H200, R6, DP001, x2)"
     ),
@@ -220,6 +233,8 @@ def _inline_parts(inline: Token) -> tuple[str, list[str]]:
             parts.append(" \u27e8code\u27e9 ")
         elif child.type in ("softbreak", "hardbreak"):
             parts.append(" ")
+        elif child.type in ("strong_open", "strong_close", "em_open", "em_close"):
+            parts.append(child.markup)  # `2**63 ... **bold**` must not read as 263
         elif child.type == "link_open":
             links.append(str(child.attrs.get("href", "")))
     return "".join(parts), links
