@@ -28,7 +28,7 @@ in any other file (a test, a module, a config), the whole file.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Final
@@ -284,7 +284,7 @@ def _units(text: str) -> Iterator[_Unit]:
 
 def _table(
     tokens: Sequence[Token], start: int, generated: set[int], lead: tuple[str, ...]
-) -> Iterator[_Unit]:
+) -> Generator[_Unit, None, int]:
     """The body rows of the table opening at ``start``; returns the index after it."""
     i = start
     header: list[str] = []
