@@ -151,41 +151,30 @@ def test_a_rerun_results_file_fails_the_prose_that_quoted_it(tmp_path: Path) -> 
     assert any(f"{claim.text!r} is not in its source" in p for p in problems), problems
 
 
-def test_a_number_without_a_source_fails(tmp_path: Path) -> None:
+def _problems_with(tmp_path: Path, appended: str) -> list[str]:
+    """The problems of a copy of the RFC with ``appended`` at its end."""
     root = _mirror(tmp_path)
     doc = root / RFC
-    doc.write_text(doc.read_text(encoding="utf-8") + "\nThe new path is 3.7x faster.\n", encoding="utf-8")
-    problems = [str(p) for p in check_all(root, [RFC])]
-    assert any("'3.7' names no source" in p for p in problems), problems
+    doc.write_text(doc.read_text(encoding="utf-8") + appended, encoding="utf-8")
+    return [str(p) for p in check_all(root, [RFC])]
 
 
-def test_a_hand_copied_results_table_without_a_source_fails(tmp_path: Path) -> None:
-    root = _mirror(tmp_path)
-    doc = root / RFC
-    table = "\n\nSee below.\n\n| case | us |\n|---|---|\n| copy | 84.4 |\n"
-    doc.write_text(doc.read_text(encoding="utf-8") + table, encoding="utf-8")
-    problems = [str(p) for p in check_all(root, [RFC])]
-    assert any("'84.4' names no source" in p for p in problems), problems
-
-
-def test_a_results_link_must_name_its_table(tmp_path: Path) -> None:
-    root = _mirror(tmp_path)
-    doc = root / RFC
-    doc.write_text(
-        doc.read_text(encoding="utf-8") + "\nIt took 1 us ([x](../benchmarks/results/kernels.md)).\n",
-        encoding="utf-8",
-    )
-    problems = [str(p) for p in check_all(root, [RFC])]
-    assert any("without naming its table" in p for p in problems), problems
-
-
-def test_prose_cannot_cite_prose(tmp_path: Path) -> None:
-    """A document checked here is evidence only through its tables and code blocks."""
-    root = _mirror(tmp_path)
-    doc = root / RFC
-    doc.write_text(
-        doc.read_text(encoding="utf-8") + "\nWe say 424242 here, and 424242 again ([self](#motivation)).\n",
-        encoding="utf-8",
-    )
-    problems = [str(p) for p in check_all(root, [RFC])]
-    assert any("'424242' is not in its source" in p for p in problems), problems
+@pytest.mark.parametrize(
+    ("appended", "expected"),
+    [
+        ("\nThe new path is 3.7x faster.\n", "'3.7' names no source"),
+        (  # a hand-copied results table
+            "\n\nSee below.\n\n| case | us |\n|---|---|\n| copy | 84.4 |\n",
+            "'84.4' names no source",
+        ),
+        ("\nIt took 1 us ([x](../benchmarks/results/kernels.md)).\n", "without naming its table"),
+        (  # a document checked here is evidence only through its tables and code blocks
+            "\nWe say 424242 here, and 424242 again ([self](#motivation)).\n",
+            "'424242' is not in its source",
+        ),
+    ],
+    ids=["no-source", "hand-copied-table", "results-link-without-table", "prose-cites-prose"],
+)
+def test_an_untraced_addition_fails(tmp_path: Path, appended: str, expected: str) -> None:
+    problems = _problems_with(tmp_path, appended)
+    assert any(expected in p for p in problems), problems
