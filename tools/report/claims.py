@@ -349,10 +349,12 @@ def _evidence_lines(lines: list[str], prose_too: bool) -> list[str]:
 def values_in(text: str) -> frozenset[str]:
     """Every number (separators dropped), date and spelled-out count in evidence text."""
     vals = {m.group(0).replace(",", "").rstrip(".") for m in _ANY_NUMBER.finditer(text)}
-    for v in list(vals):  # a version or section number also holds its parts: 9.0 in 9.0.1
-        vals.update(v.split("."))
+    for v in list(vals):  # a version holds its leading release: 2.11 in 2.11.0
         parts = v.split(".")
-        vals.update(".".join(parts[k : k + 2]) for k in range(len(parts) - 1))
+        if len(parts) > 2:
+            vals.add(".".join(parts[:2]))
+        if len(parts) == 2 and parts[1].strip("0") == "":  # 25.0 states 25
+            vals.add(parts[0])
     vals.update(m.group(0) for m in _DATE.finditer(text))
     vals.update(WORD_NUMBERS[m.group(0).lower()] for m in _WORD.finditer(text))
     return frozenset(vals)
