@@ -178,3 +178,13 @@ def _problems_with(tmp_path: Path, appended: str) -> list[str]:
 def test_an_untraced_addition_fails(tmp_path: Path, appended: str, expected: str) -> None:
     problems = _problems_with(tmp_path, appended)
     assert any(expected in p for p in problems), problems
+
+
+def test_cli_lists_untraced_claims(capsys: pytest.CaptureFixture[str]) -> None:
+    from tools.report import main
+
+    assert main(["--claims", str(RFC)]) == 0
+    assert "0 untraced claim(s)" in capsys.readouterr().out
+    backlog = sorted(BACKLOG)[0]
+    assert main(["--claims", str(backlog)]) == 1
+    assert f"{backlog}:" in capsys.readouterr().out

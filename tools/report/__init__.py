@@ -13,6 +13,8 @@ Usage (from the repository root)::
     python -m tools.report --only traps,alt-summary
     python -m tools.report --update rfc/0001-appendix.md --vllm-tree DIR
     python -m tools.report --plot rfc/0001-appendix.md   # the cost figure
+    python -m tools.report --claims                      # numbers without a source (all docs)
+    python -m tools.report --claims README.md            # ... in one file
 
 Tables that depend on the torch version have one column per version (``torch 2.13``,
 ``torch 2.14``): a run fills the installed version's column and keeps the others, so run
@@ -361,11 +363,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="copy the 'torch VERSION' column of OTHER's blocks (a copy of the document updated on "
         "another machine) into FILE's (with --only: those blocks)",
     )
+    mode.add_argument(
+        "--claims",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help="print every number in FILE (default: the RFC, README and docs) that names no source "
+        "or is not found in it; exit 1 if any",
+    )
     parser.add_argument("--only", default=None, help="comma-separated block names")
     parser.add_argument("--vllm-tree", type=Path, default=None, help="vLLM source tree for `devptr check`")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     version = installed_version()
+    if args.claims is not None:
+        from tools.report.claims import check_all
+
+        problems = check_all(REPO_ROOT, args.claims or None)
+        for p in problems:
+            print(p)
+        print(f"{len(problems)} untraced claim(s) or broken source link(s)")
+        return 1 if problems else 0
     if args.plot is not None:
         from tools.report.plot import plot_costs
 
