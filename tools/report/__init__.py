@@ -379,11 +379,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.claims is not None:
         from tools.report.claims import check_all
 
-        problems = check_all(REPO_ROOT, args.claims or None)
-        for p in problems:
-            print(p)
-        print(f"{len(problems)} untraced claim(s) or broken source link(s)")
-        return 1 if problems else 0
+        untraced = check_all(REPO_ROOT, args.claims or None)
+        for problem in untraced:
+            print(problem)
+        print(f"{len(untraced)} untraced claim(s) or broken source link(s)")
+        return 1 if untraced else 0
     if args.plot is not None:
         from tools.report.plot import plot_costs
 
