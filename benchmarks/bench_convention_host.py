@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import _harness as H
 from devptr import DevicePtr, PtrBuffer, store
 from devptr.vendor import ptrtable

@@ -57,14 +57,29 @@ def unsigned_address(raw: object, what: str = "data_ptr()") -> int:
     return raw
 
 
-def storage_extent(obj: object) -> tuple[int, int] | None:
-    """The unsigned byte range of the storage behind ``obj``, when it can be found."""
+def _storage_span(obj: object) -> tuple[object, int, int] | None:
+    """``(storage, start, end)`` of the storage behind ``obj``, when it has one."""
     get_storage = getattr(obj, "untyped_storage", None)
     if get_storage is None:
         return None
     storage = get_storage()
     start = unsigned_address(storage.data_ptr())
-    return start, start + int(storage.nbytes())
+    nbytes = storage.nbytes
+    size = nbytes() if callable(nbytes) else nbytes  # test fakes hold it as an attribute
+    return storage, start, start + check_int(size, "storage nbytes")
+
+
+def storage_extent(obj: object) -> tuple[int, int] | None:
+    """The unsigned byte range of the storage behind ``obj``, when it can be found."""
+    span = _storage_span(obj)
+    return None if span is None else span[1:]
+
+
+def note_extent(addr: int, obj: object) -> None:
+    """Checked mode: remember the storage behind ``obj`` for ``addr`` while it lives."""
+    span = _storage_span(obj)
+    if span is not None:
+        _checked.record(addr, span[1], span[2], span[0])
 
 
 def extent_of(ptr: DevicePtr) -> tuple[int, int] | None:
@@ -144,10 +159,8 @@ class DevicePtr:
                 raise AddressOverflowError(
                     f"address plus offset leaves [0, 2**64) (got {hexaddr(raw)})"
                 )
-        if _checked.ENABLED:
-            extent = storage_extent(obj)
-            if extent is not None:
-                _checked.record(raw, *extent)
+        if _checked.ENABLED and _checked.is_enabled():
+            note_extent(raw, obj)
         return cls(raw)
 
     @classmethod

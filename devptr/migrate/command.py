@@ -69,7 +69,10 @@ def migrate_command(
     try:
         from devptr.migrate._report import run
     except ImportError as exc:  # libcst is an optional dependency
-        typer.echo(f"devptr migrate needs libcst: pip install 'devptr[migrate]' ({exc})", err=True)
+        typer.echo(
+            f"devptr migrate needs libcst: pip install 'libcst>=1.9,<2' (devptr's migrate extra) ({exc})",
+            err=True,
+        )
         raise typer.Exit(2) from exc
 
     from devptr.lint.engine._pool import exit_now

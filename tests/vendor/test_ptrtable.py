@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import devptr
-from devptr.testing import HIGH_ADDRESSES, TOP_ALIGNED, FakeTensor
+from devptr.testing import HIGH_ADDRESSES, TOP_ALIGNED, FakeTensor, table_bits
 from devptr.vendor import ptrtable
 
 HI = HIGH_ADDRESSES[2]
@@ -25,11 +25,6 @@ HI = HIGH_ADDRESSES[2]
 @pytest.fixture(params=["devptr", "vendor"])
 def api(request: pytest.FixtureRequest) -> types.ModuleType:
     return devptr if request.param == "devptr" else ptrtable
-
-
-def bits(t: torch.Tensor | np.ndarray) -> list[int]:
-    arr = t.numpy() if isinstance(t, torch.Tensor) else t
-    return [int(v) for v in np.ascontiguousarray(arr).reshape(-1).view(np.uint64)]
 
 
 def test_deviceptr_value_and_encodings(api: types.ModuleType) -> None:
@@ -63,9 +58,9 @@ def test_buffer_bit_exact_in_both_encodings(api: types.ModuleType) -> None:
     assert end == 4 and len(buf) == 4
     for enc in (api.Encoding.I64, api.Encoding.U64):
         view = buf.host(enc)
-        assert view.dtype == enc.torch_dtype and bits(view) == list(HIGH_ADDRESSES)
+        assert view.dtype == enc.torch_dtype and table_bits(view) == list(HIGH_ADDRESSES)
     buf[1] = api.DevicePtr(HI)
-    assert buf[1] == api.DevicePtr(HI) and bits(buf.numpy())[1] == HI
+    assert buf[1] == api.DevicePtr(HI) and table_bits(buf.numpy())[1] == HI
     with pytest.raises(TypeError):
         buf[0] = HI
     with pytest.raises((ValueError, TypeError)):
@@ -78,7 +73,7 @@ def test_buffer_views_share_memory(api: types.ModuleType) -> None:
     buf[0] = api.DevicePtr(HI)
     assert int(i64[0]) == HI - 2**64
     dev = buf.to_device(encoding=api.Encoding.U64, non_blocking=False)
-    assert bits(dev) == [HI, 0]
+    assert table_bits(dev) == [HI, 0]
 
 
 def test_failed_write_writes_nothing(api: types.ModuleType) -> None:
@@ -87,18 +82,18 @@ def test_failed_write_writes_nothing(api: types.ModuleType) -> None:
         buf.fill(1, [api.DevicePtr(HI), api.DevicePtr(HI)])
     with pytest.raises(TypeError):
         buf.fill(0, [api.DevicePtr(HI), 5])
-    assert bits(buf.numpy()) == [0, 0]
+    assert table_bits(buf.numpy()) == [0, 0]
 
 
 def test_strided_addresses_checked(api: types.ModuleType) -> None:
     base = api.DevicePtr(HI)
     got = api.addresses(base, np.array([0, 3, 1]), 0x200000, 8)
-    assert got.dtype == np.uint64 and bits(got) == [HI + 8 + i * 0x200000 for i in (0, 3, 1)]
+    assert got.dtype == np.uint64 and table_bits(got) == [HI + 8 + i * 0x200000 for i in (0, 3, 1)]
     with pytest.raises(OverflowError):
         api.addresses(api.DevicePtr(TOP_ALIGNED), [1], 16)
     buf = api.PtrBuffer(3, pin_memory=False)
     assert buf.fill_strided(0, base, np.array([0, 1, 2]), 64) == 3
-    assert bits(buf.numpy()) == [HI, HI + 64, HI + 128]
+    assert table_bits(buf.numpy()) == [HI, HI + 64, HI + 128]
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.uint64])
@@ -106,10 +101,10 @@ def test_store_into_tensors_and_arrays(api: types.ModuleType, dtype: torch.dtype
     t = torch.zeros(4, dtype=dtype)
     api.store(t, 2, api.DevicePtr(HI))
     api.store(t, slice(0, 2), [api.DevicePtr(HIGH_ADDRESSES[0]), api.DevicePtr(HIGH_ADDRESSES[3])])
-    assert bits(t) == [HIGH_ADDRESSES[0], HIGH_ADDRESSES[3], HI, 0]
+    assert table_bits(t) == [HIGH_ADDRESSES[0], HIGH_ADDRESSES[3], HI, 0]
     arr = np.zeros(2, dtype=np.int64)
     api.store(arr, 1, api.DevicePtr(HI))
-    assert bits(arr) == [0, HI]
+    assert table_bits(arr) == [0, HI]
     with pytest.raises(TypeError):
         api.store(torch.zeros(2, dtype=torch.int32), 0, api.DevicePtr(HI))
     with pytest.raises(TypeError):
@@ -120,7 +115,7 @@ def test_ptr_tensor(api: types.ModuleType) -> None:
     fakes = [FakeTensor(a) for a in HIGH_ADDRESSES]
     for enc in (api.Encoding.I64, api.Encoding.U64):
         t = api.ptr_tensor(fakes, encoding=enc)
-        assert t.dtype == enc.torch_dtype and bits(t) == list(HIGH_ADDRESSES)
+        assert t.dtype == enc.torch_dtype and table_bits(t) == list(HIGH_ADDRESSES)
 
 
 def test_encoding_defaults(api: types.ModuleType) -> None:
@@ -180,7 +175,7 @@ def test_torch_compile_graph_breaks_around_table_writes(api: types.ModuleType) -
 
     torch._dynamo.reset()
     out = torch.compile(step, backend="eager")(x)
-    assert torch.equal(out, x + 1) and bits(buf.numpy()) == [x.data_ptr()] * 2
+    assert torch.equal(out, x + 1) and table_bits(buf.numpy()) == [x.data_ptr()] * 2
     torch._dynamo.reset()
     with pytest.raises(torch._dynamo.exc.Unsupported):
         torch.compile(step, backend="eager", fullgraph=True)(x)
