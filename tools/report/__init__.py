@@ -237,6 +237,10 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-convention-same": Quote(Path("benchmarks/results/convention_gpu.md"), "Same kernel", 0),
     "perf-convention-transfers": Quote(Path("benchmarks/results/convention_gpu.md"), "Host transfers", 0),
     "perf-convention-host": Quote(Path("benchmarks/results/convention_host.md"), "H200 host", 0),
+    "perf-review-precopy": Quote(Path("benchmarks/results/convention_gpu.md"), "Fused pre-copy against", 0),
+    "perf-review-ec": Quote(Path("benchmarks/results/convention_gpu.md"), "The EC path against a copy-engine", 0),
+    "perf-review-sync": Quote(Path("benchmarks/results/convention_gpu.md"), "Hidden sync", 0),
+    "perf-review-sync-loop": Quote(Path("benchmarks/results/convention_gpu.md"), "Hidden sync", 1),
 }
 """Tables quoted whole from the other parts' results files (``tests/tools/test_quotes.py``
 compares every row; a quote cannot drop rows)."""
