@@ -66,7 +66,12 @@ def test_every_block_lives_in_exactly_one_document(docs: dict[Path, str]) -> Non
     for spec in specs():
         homes = [str(p) for p, names in found.items() if spec.name in names]
         assert len(homes) == 1, f"block {spec.name!r} is in {homes or 'no document'}"
-    known = {s.name for s in specs()} | {"vllm-check", "vllm-check-areas"}
+    known = {s.name for s in specs()} | {
+        "vllm-check",
+        "vllm-check-areas",
+        "vllm-check-platforms",
+        "vllm-kernel-compares",
+    }
     for path, names in found.items():
         assert names <= known, f"{path} holds blocks no generator writes: {names - known}"
 
@@ -201,11 +206,14 @@ def test_cli_check_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 )
 def test_vllm_check_counts_match(rfc_text: str) -> None:
     tree = Path(os.environ["DEVPTR_VLLM_TREE"])
-    blocks = generate(["vllm-check", "vllm-check-areas"], tree)
+    blocks = generate(
+        ["vllm-check", "vllm-check-areas", "vllm-check-platforms", "vllm-kernel-compares"], tree
+    )
     problems = check_document(rfc_text, blocks, installed_version())
     assert not problems, (
         "devptr check's counts on vLLM differ from the appendix (did the checker change?); run "
-        f"`python -m tools.report --update {APPENDIX_PATH} --only vllm-check,vllm-check-areas "
+        f"`python -m tools.report --update {APPENDIX_PATH} "
+        "--only vllm-check,vllm-check-areas,vllm-check-platforms,vllm-kernel-compares "
         "--vllm-tree $DEVPTR_VLLM_TREE`:\n" + "\n".join(problems)
     )
 
@@ -222,7 +230,5 @@ def test_relative_links_resolve(path: Path, docs: dict[Path, str]) -> None:
     links = re.findall(r"\]\(([^)\s]+)\)", prose)
     assert links
     base = (ROOT / path).parent
-    missing = [
-        link for link in links if "://" not in link and not (base / link.split("#", 1)[0]).exists()
-    ]
+    missing = [link for link in links if "://" not in link and not (base / link.split("#", 1)[0]).exists()]
     assert not missing, f"links in {path} that point nowhere: {missing}"

@@ -78,10 +78,10 @@ def _mirror(tmp_path: Path) -> tuple[Path, list[Path]]:
 
 
 def _first_quote() -> tuple[str, Quote]:
-    """The first quoted block that copies a whole table (no row filter)."""
+    """The first quoted block of the documents."""
     for doc in RFC_FILES:
         for name in find_blocks(doc.read_text(encoding="utf-8")):
-            if name in QUOTES and QUOTES[name].keep is None:
+            if name in QUOTES:
                 return name, QUOTES[name]
     pytest.fail("no quoted block")
 
@@ -115,3 +115,20 @@ def test_a_missing_results_file_is_reported(tmp_path: Path) -> None:
     name, quote = _first_quote()
     (root / quote.path).unlink()
     assert any(name in p and "not yet available" in p for p in stale_quotes(root, docs))
+
+
+def test_a_row_left_out_of_a_quote_is_reported(tmp_path: Path) -> None:
+    """A quote copies its table whole: a document that drops a row (or filters rows) fails."""
+    root, docs = _mirror(tmp_path)
+    name, _ = _first_quote()
+    doc = next(d for d in docs if name in find_blocks(d.read_text(encoding="utf-8")))
+    text = doc.read_text(encoding="utf-8")
+    body = find_blocks(text)[name]
+    lines = body.splitlines(keepends=True)
+    assert len(lines) > 3, f"{name} has no row to drop"
+    doc.write_text(text.replace(body, "".join(lines[:-1]), 1), encoding="utf-8")
+    assert any(name in p and "differs" in p for p in stale_quotes(root, docs))
+
+
+def test_quotes_have_no_row_filter() -> None:
+    assert all(not hasattr(q, "keep") for q in QUOTES.values())

@@ -13,6 +13,8 @@ Usage (from the repository root)::
     python -m tools.report --only traps,alt-summary
     python -m tools.report --update rfc/0001-appendix.md --vllm-tree DIR
     python -m tools.report --plot rfc/0001-appendix.md   # the cost figure
+    python -m tools.report --claims                      # numbers without a source (all docs)
+    python -m tools.report --claims README.md            # ... in one file
 
 Tables that depend on the torch version have one column per version (``torch 2.13``,
 ``torch 2.14``): a run fills the installed version's column and keeps the others, so run
@@ -54,7 +56,9 @@ RFC_PATH: Final = Path("rfc/0001-device-pointer-convention.md")
 """The RFC, relative to the repository root."""
 APPENDIX_PATH: Final = Path("rfc/0001-appendix.md")
 """The RFC's appendix (generated tables, per-option details, benchmark quotes)."""
-DOC_PATHS: Final = (RFC_PATH, APPENDIX_PATH)
+LAMPORT_PATH: Final = Path("rfc/0001-note-lamport.md")
+"""The Lamport all-reduce note (not part of the migration plan)."""
+DOC_PATHS: Final = (RFC_PATH, APPENDIX_PATH, LAMPORT_PATH)
 """Every document holding generated blocks; each block lives in exactly one of them."""
 TRAP_SUMMARY: Final = (
     "`int64_tensor[k] = HI`",
@@ -216,10 +220,6 @@ REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 """The checkout this module runs from (results files are read relative to it)."""
 
 
-def _float32(row: list[str]) -> bool:
-    return row[0].strip() == "float32"
-
-
 QUOTES: Final[dict[str, Quote]] = {
     "perf-core": Quote(Path("benchmarks/results/core.md"), "Summary", 0),
     "perf-kernels": Quote(Path("benchmarks/results/kernels.md"), "Alignment classes", 0),
@@ -228,8 +228,8 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-kernels-adapter": Quote(Path("benchmarks/results/kernels.md"), "The Mamba adapter's real path", 0),
     "perf-ec": Quote(Path("benchmarks/results/ec_connector.md"), "Building descriptors", 0),
     "perf-ec-gpu": Quote(Path("benchmarks/results/ec_connector.md"), "GPU: D2H", 0),
-    "perf-lamport-eager": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph", 0, _float32),
-    "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph", 1, _float32),
+    "perf-lamport-eager": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph", 0),
+    "perf-lamport": Quote(Path("benchmarks/results/lamport.md"), "Eager and graph", 1),
     "perf-lint": Quote(Path("benchmarks/results/lint.md"), "", 0),
     "perf-migrate": Quote(Path("benchmarks/results/migrate.md"), "Migration", 0),
     "perf-migrate-rules": Quote(Path("benchmarks/results/migrate.md"), "Migration", 1),
@@ -237,8 +237,13 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-convention-same": Quote(Path("benchmarks/results/convention_gpu.md"), "Same kernel", 0),
     "perf-convention-transfers": Quote(Path("benchmarks/results/convention_gpu.md"), "Host transfers", 0),
     "perf-convention-host": Quote(Path("benchmarks/results/convention_host.md"), "H200 host", 0),
+    "perf-review-precopy": Quote(Path("benchmarks/results/convention_gpu.md"), "Fused pre-copy against", 0),
+    "perf-review-ec": Quote(Path("benchmarks/results/convention_gpu.md"), "The EC path against a copy-engine", 0),
+    "perf-review-sync": Quote(Path("benchmarks/results/convention_gpu.md"), "Hidden sync", 0),
+    "perf-review-sync-loop": Quote(Path("benchmarks/results/convention_gpu.md"), "Hidden sync", 1),
 }
-"""Tables quoted from the other parts' results files (not compared by the test)."""
+"""Tables quoted whole from the other parts' results files (``tests/tools/test_quotes.py``
+compares every row; a quote cannot drop rows)."""
 
 
 def _quoted(name: str, quote: Quote) -> BlockSpec:
@@ -282,6 +287,20 @@ def specs(vllm_tree: Path | None = None) -> list[BlockSpec]:
 
         out.append(attrs.evolve(_static("vllm-check", check_table), needs_tree=True))
         out.append(attrs.evolve(_static("vllm-check-areas", area_table), needs_tree=True))
+
+        def platform_table() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
+            from tools.report.static import platform_rows
+
+            return platform_rows(tree)
+
+        out.append(attrs.evolve(_static("vllm-check-platforms", platform_table), needs_tree=True))
+
+        def compare_table() -> tuple[tuple[str, ...], Sequence[tuple[str, ...]]]:
+            from tools.report.kernel_scan import kernel_compare_rows
+
+            return kernel_compare_rows(tree)
+
+        out.append(attrs.evolve(_static("vllm-kernel-compares", compare_table), needs_tree=True))
     return out
 
 
@@ -348,11 +367,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="copy the 'torch VERSION' column of OTHER's blocks (a copy of the document updated on "
         "another machine) into FILE's (with --only: those blocks)",
     )
+    mode.add_argument(
+        "--claims",
+        nargs="*",
+        type=Path,
+        metavar="FILE",
+        help="print every number in FILE (default: the RFC, README and docs) that names no source "
+        "or is not found in it; exit 1 if any",
+    )
     parser.add_argument("--only", default=None, help="comma-separated block names")
     parser.add_argument("--vllm-tree", type=Path, default=None, help="vLLM source tree for `devptr check`")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None
     version = installed_version()
+    if args.claims is not None:
+        from tools.report.claims import check_all
+
+        untraced = check_all(REPO_ROOT, args.claims or None)
+        for problem in untraced:
+            print(problem)
+        print(f"{len(untraced)} untraced claim(s) or broken source link(s)")
+        return 1 if untraced else 0
     if args.plot is not None:
         from tools.report.plot import plot_costs
 

@@ -7,7 +7,6 @@ files). The RFC quotes a table from them verbatim, located by a heading, so that
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -23,8 +22,6 @@ class Quote:
     """Relative to the repository root."""
     heading: str
     index: int = 0
-    keep: Callable[[list[str]], bool] | None = None
-    """Keep only the rows for which this returns True (None: every row)."""
 
 
 def _tables_after(lines: list[str], start: int) -> list[list[str]]:
@@ -64,8 +61,6 @@ def quote_table(root: Path, quote: Quote) -> StaticTable:
     except ReportError:
         return StaticTable(("source",), ((f"malformed table after {quote.heading!r} in `{quote.path}`",),))
     rows = [[c.replace("\\|", "|") for c in r] for r in rows]
-    if quote.keep is not None:
-        rows = [r for r in rows if quote.keep(r)]
     width = len(header)
     fixed = [tuple((r + [""] * width)[:width]) for r in rows]
     return StaticTable(tuple(header), tuple(fixed))

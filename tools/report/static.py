@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Final
 
 from devptr._encoding import Encoding, encoding_for, register_backend
 from devptr.lint.rules import RULES
@@ -148,6 +149,38 @@ def area_rows(tree: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
         rules = ", ".join(f"{c} x{n}" if n > 1 else c for c, n in sorted(codes.items()))
         rows.append((f"`{area}`", str(len(fs)), str(files), rules))
     return ("folder", "findings", "files", "rules"), rows
+
+
+PLATFORM_FOLDERS: Final = ("nvidia", "amd")
+"""Model folders named for one vendor (``models/<model>/nvidia/...``): a name, not evidence of
+where the code runs, so the RFC triages their findings instead of skipping them."""
+
+
+def _platform(rel: str) -> str:
+    parts = rel.split("/")
+    if len(parts) > 2 and parts[0] == "models" and parts[2] in PLATFORM_FOLDERS:
+        return f"`models/*/{parts[2]}/`"
+    return "elsewhere"
+
+
+def platform_rows(tree: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Findings of ``devptr check`` on ``tree`` by vendor-named model folder, with each file."""
+    data = _checked_tree(tree)
+    raw = data.get("findings", [])
+    findings = [f for f in raw if isinstance(f, dict)] if isinstance(raw, list) else []
+    per: dict[str, Counter[str]] = {}
+    for f in findings:
+        rel = Path(str(f.get("path"))).resolve().relative_to(tree.resolve()).as_posix()
+        per.setdefault(_platform(rel), Counter())[rel] += 1
+    rows: list[tuple[str, ...]] = []
+    for name in (*(f"`models/*/{p}/`" for p in PLATFORM_FOLDERS), "elsewhere"):
+        files = per.get(name, Counter())
+        listed = ", ".join(f"`{k}`" + (f" x{n}" if n > 1 else "") for k, n in sorted(files.items()))
+        rows.append((name, str(sum(files.values())), str(len(files)), listed))
+    vendor = [per.get(f"`models/*/{p}/`", Counter()) for p in PLATFORM_FOLDERS]
+    together = (str(sum(sum(c.values()) for c in vendor)), str(sum(len(c) for c in vendor)), "")
+    rows.insert(len(PLATFORM_FOLDERS), ("vendor-named folders together", *together))
+    return ("folder", "findings", "files", "which"), rows
 
 
 def check_rows(tree: Path) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
