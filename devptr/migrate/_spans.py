@@ -16,7 +16,6 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from devptr.lint.engine import Span
 
-
 T = TypeVar("T")
 
 
