@@ -14,7 +14,8 @@ import libcst as cst
 
 from devptr.migrate._names import dotted
 
-_USES: re.Pattern[str] = re.compile(r"(?<![\w.])devptr\.")
+USES: re.Pattern[str] = re.compile(r"(?<![\w.])devptr\.")
+"""Text that uses the name ``devptr`` (a statement using it needs the import above it)."""
 
 
 def _is_import(stmt: cst.BaseStatement) -> bool:
@@ -54,7 +55,7 @@ def ensure_devptr_import(module: cst.Module) -> cst.Module:
     if any(_binds_devptr(stmt) for stmt in body):
         return module
     first_use = next(
-        (k for k, stmt in enumerate(body) if _USES.search(module.code_for_node(stmt))),
+        (k for k, stmt in enumerate(body) if USES.search(module.code_for_node(stmt))),
         len(body),
     )
     after = 0
