@@ -44,13 +44,18 @@ TODOs)."""
 
 
 def apply_findings(
-    module: cst.Module, findings: Sequence[Finding], options: Options, stats: MigrateStats
+    module: cst.Module,
+    findings: Sequence[Finding],
+    options: Options,
+    stats: MigrateStats,
+    line_offset: int = 0,
 ) -> tuple[cst.Module, list[Note]]:
     """Apply the fixes of ``findings`` to ``module`` and mark the rest; the TODOs inserted.
 
-    ``findings`` are the engine's findings of the selected rules on ``module``'s code.
+    ``findings`` are the engine's findings of the selected rules on ``module``'s code;
+    ``line_offset``: the file's lines before ``module`` when it is one part of the file.
     """
-    index = SpanIndex(module)
+    index = SpanIndex(module, line_offset)
     edits: dict[int, tuple[Edit, Finding, bool]] = {}
     taken = _Taken()
     todos: dict[int, list[Note]] = defaultdict(list)

@@ -10,6 +10,7 @@ project's line length.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import time
 from collections.abc import Iterable, Sequence
@@ -18,12 +19,21 @@ from pathlib import Path
 import attrs
 import libcst as cst
 
-from devptr.lint.engine import Finding, SourceError, Stamp, analyze_source, read_source
+from devptr.lint.engine import (
+    Finding,
+    FixKind,
+    SourceError,
+    Stamp,
+    analyze_source,
+    read_source,
+)
 from devptr.lint.rules import Rule
+from devptr.migrate import _parts
 from devptr.migrate._apply import apply_findings
-from devptr.migrate._base import DEFAULT_LINE_LENGTH, MigrateStats, Options, default_rules
-from devptr.migrate._imports import ensure_devptr_import
+from devptr.migrate._base import DEFAULT_LINE_LENGTH, MigrateStats, Note, Options, default_rules
+from devptr.migrate._imports import USES, ensure_devptr_import
 from devptr.migrate._layout import fit_calls, wrap_todos
+from devptr.migrate._parts import Part
 from devptr.migrate._project import line_length_for
 
 
@@ -103,12 +113,16 @@ def migrate_source(
     if not found:
         return Outcome(filename, code, code, {}, {}, ())
     stats = MigrateStats()
-    module, notes = apply_findings(cst.parse_module(code), found, options, stats)
-    if stats.needs_import:
-        module = ensure_devptr_import(module)
-    if stats.rewrites:  # only a fix writes a devptr call that may need wrapping
-        module = fit_calls(module, code, line_length)
-    new = wrap_todos(code, module.code, line_length)
+    parts, tree = _parts_of(code, found)
+    if len(parts) == 1:
+        module, notes = apply_findings(cst.parse_module(code), found, options, stats)
+        if stats.needs_import:
+            module = ensure_devptr_import(module)
+        if stats.rewrites:  # only a fix writes a devptr call that may need wrapping
+            module = fit_calls(module, code, line_length)
+        new = wrap_todos(code, module.code, line_length)
+    else:
+        new, notes = _migrate_parts(parts, tree, found, options, stats)
     warnings = [
         f"{filename}:{n.line}:{n.column}: {n.rule.value} {n.why}"
         for n in sorted(notes, key=lambda n: (n.line, n.column, n.rule.value))
@@ -121,6 +135,61 @@ def migrate_source(
         todos=dict(stats.todos),
         warnings=tuple(warnings),
         unsafe=dict(stats.unsafe),
+    )
+
+
+def _parts_of(code: str, found: Sequence[Finding]) -> tuple[list[Part], ast.Module | None]:
+    """The parts ``code`` is migrated in (:mod:`devptr.migrate._parts`): one unless it is
+    long, parses, and has no two's-complement fix (which may edit far from its site)."""
+    whole = [Part(1, 0, code)]
+    if code.count("\n") < 2 * _parts.PART_LINES or any(
+        f.fix is not None and f.fix.kind is FixKind.TWOS for f in found
+    ):
+        return whole, None
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return whole, None
+    return _parts.split(code, tree), tree
+
+
+def _migrate_parts(
+    parts: list[Part], tree: ast.Module | None, found: Sequence[Finding], options: Options,
+    stats: MigrateStats,
+) -> tuple[str, list[Note]]:
+    """Migrate each part with findings on its own; parts without any stay text."""
+    notes: list[Note] = []
+    texts: list[str] = []
+    ordered = sorted(found, key=lambda f: f.line)
+    k = 0
+    for part in parts:
+        mine: list[Finding] = []
+        while k < len(ordered) and ordered[k].line <= part.last:
+            mine.append(ordered[k])
+            k += 1
+        if not mine:
+            texts.append(part.text)
+            continue
+        fixed = sum(stats.rewrites.values())
+        module, part_notes = apply_findings(cst.parse_module(part.text), mine, options, stats,
+                                            line_offset=part.first - 1)
+        notes.extend(part_notes)
+        if sum(stats.rewrites.values()) > fixed:
+            module = fit_calls(module, part.text, options.line_length)
+        texts.append(wrap_todos(part.text, module.code, options.line_length))
+    if stats.needs_import and not _imports_devptr(tree):
+        first = next((i for i, t in enumerate(texts) if USES.search(t)), len(texts) - 1)
+        head = ensure_devptr_import(cst.parse_module("".join(texts[: first + 1]))).code
+        texts = [head, *texts[first + 1 :]]
+    return "".join(texts), notes
+
+
+def _imports_devptr(tree: ast.Module | None) -> bool:
+    """Whether a top-level ``import devptr`` binds the name (what ``ensure_devptr_import``
+    checks on the libcst module, here on the module's ``ast``)."""
+    return tree is not None and any(
+        isinstance(s, ast.Import) and any(a.name == "devptr" and a.asname is None for a in s.names)
+        for s in tree.body
     )
 
 

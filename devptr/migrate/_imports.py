@@ -5,9 +5,14 @@ already imported)."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
+
+USES: re.Pattern[str] = re.compile(r"(?<![\w.])devptr\.")
+"""Text that uses the name ``devptr`` (a statement using it needs the import above it)."""
 
 
 def ensure_devptr_import(module: cst.Module) -> cst.Module:

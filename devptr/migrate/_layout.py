@@ -206,7 +206,8 @@ def fit_calls(module: cst.Module, old: str, limit: int) -> cst.Module:
             if line not in outermost:
                 continue
             start, _, _, call = outermost[line]
-            block_indent = block[start] if block[start] is not None else 0
+            indent = block[start]
+            block_indent = indent if indent is not None else 0
             text = lines[start - 1]
             line_indent = len(text) - len(text.lstrip())
             outer = " " * max(0, line_indent - block_indent)

@@ -90,10 +90,10 @@ def run(
     except (ValueError, OSError) as exc:
         _line(err, f"error: {exc}")
         return 2
-    for path, why in summary.failures:
-        _line(err, f"error: {path}: {why}")
-    for path, why in summary.skipped:
-        _line(err, f"warning: {path}: skipped: {why}")
+    for where, why in summary.failures:
+        _line(err, f"error: {where}: {why}")
+    for where, why in summary.skipped:
+        _line(err, f"warning: {where}: skipped: {why}")
     write = not (diff or check)
     progress = Progress(
         TextColumn("migrating"),
@@ -122,9 +122,9 @@ def run(
                 if diff:
                     sys.stdout.write(outcome.diff())
                     sys.stdout.flush()
-                if write and (why := _write(path, outcome)) is not None:
-                    summary.fail(outcome, why)
-                    _line(progress.console, f"error: {outcome.path}: {why}")
+                if write and (refused := _write(path, outcome)) is not None:
+                    summary.fail(outcome, refused)
+                    _line(progress.console, f"error: {outcome.path}: {refused}")
     except KeyboardInterrupt:
         outcomes.close()  # terminates the workers
         done = f"{summary.changed} written" if write else "nothing written"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import attrs
@@ -78,7 +78,7 @@ def iter_outcomes(
     *,
     unsafe_fixes: bool = False,
     analysis: Sequence[FileResult] | None = None,
-) -> Iterator[Outcome]:
+) -> Generator[Outcome, None, None]:
     """Migrate every file (in memory) and yield outcomes in file order.
 
     First the engine analyses the whole tree, as ``devptr check`` does (helpers of other

@@ -16,7 +16,6 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from devptr.lint.engine import Span
 
-
 T = TypeVar("T")
 
 
@@ -44,9 +43,15 @@ def innermost_by_line(intervals: Sequence[tuple[int, int, T]], last: int) -> lis
 
 
 class SpanIndex:
-    """The nodes of one module by position, and the statements that hold each line."""
+    """The nodes of one module by position, and the statements that hold each line.
 
-    def __init__(self, module: cst.Module) -> None:
+    ``line_offset``: lines of the file before ``module``'s first line, when ``module`` is
+    one part of a file (:mod:`devptr.migrate._parts`); spans and extents are lines of the
+    file.
+    """
+
+    def __init__(self, module: cst.Module, line_offset: int = 0) -> None:
+        self._offset = line_offset
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         self.positions: Mapping[cst.CSTNode, CodeRange] = wrapper.resolve(PositionProvider)
         self._exact: dict[tuple[int, int, int, int], list[cst.CSTNode]] = {}
@@ -72,7 +77,9 @@ class SpanIndex:
         """The expression exactly at ``span`` (None when there is none)."""
         if span is None:
             return None
-        for node in self._exact.get((span.line, span.col, span.end_line, span.end_col), ()):
+        off = self._offset
+        for node in self._exact.get((span.line - off, span.col, span.end_line - off,
+                                     span.end_col), ()):
             if isinstance(node, cst.BaseExpression):
                 return node
         return None
@@ -81,7 +88,9 @@ class SpanIndex:
         """The subscript part at ``span``: a ``a:b`` slice or an expression."""
         if span is None:
             return None
-        for node in self._exact.get((span.line, span.col, span.end_line, span.end_col), ()):
+        off = self._offset
+        for node in self._exact.get((span.line - off, span.col, span.end_line - off,
+                                     span.end_col), ()):
             if isinstance(node, cst.Slice):
                 return node
         return self.node(span)
@@ -90,7 +99,7 @@ class SpanIndex:
         """The statement of type ``kind`` that starts where ``span`` starts."""
         if span is None:
             return None
-        for node in self._starts.get((span.line, span.col), ()):
+        for node in self._starts.get((span.line - self._offset, span.col), ()):
             if isinstance(node, kind):
                 return node
         return None
@@ -102,6 +111,7 @@ class SpanIndex:
         if self._holders is None:
             last = max((s[1] for s in self._statements), default=0)
             self._holders = innermost_by_line(self._statements, last)
+        line -= self._offset
         node = self._holders[line] if 0 <= line < len(self._holders) else None
         if node is None:
             return None
@@ -109,6 +119,7 @@ class SpanIndex:
         return node
 
     def extent(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
-        """(line, column, end line, end column) of ``node``."""
+        """(line, column, end line, end column) of ``node`` (lines of the file)."""
         pos = self.positions[node]
-        return (pos.start.line, pos.start.column, pos.end.line, pos.end.column)
+        off = self._offset
+        return (pos.start.line + off, pos.start.column, pos.end.line + off, pos.end.column)

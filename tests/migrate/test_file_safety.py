@@ -267,3 +267,45 @@ def test_an_unreadable_folder_is_reported(tmp_path: Path, monkeypatch: pytest.Mo
     result = CliRunner().invoke(app, ["check", str(root)])
     assert result.exit_code == 2
     assert "locked: error: cannot read folder: Permission denied" in result.stdout
+
+
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                              capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 if hasattr(os, "geteuid") else True,
+                    reason="mounting a small tmpfs needs root (the ENOSPC test above runs anyway)")
+def test_a_really_full_disk_leaves_the_old_file(tmp_path: Path) -> None:
+    """The same on a real 64 KiB tmpfs, almost filled: the old writer truncated the file,
+    then ran out of space writing the new text."""
+    disk = tmp_path / "disk"
+    if not _mount_tmpfs(disk, "64k"):
+        pytest.skip("this machine refuses to mount a tmpfs")
+    try:
+        root = disk / "tree"
+        root.mkdir()
+        body = STORE + "".join(f"\n\ndef put_{k}(x):\n    T[1] = x.data_ptr()\n" for k in range(600))
+        (root / "big.py").write_text(body)
+        filler = disk / "filler"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+        try:  # fill the disk, then free 4 KiB: less than the migrated file grows by
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+        finally:
+            os.close(fd)
+        os.truncate(filler, max(0, filler.stat().st_size - 4096))
+        code, err = _invoke(str(root), "--jobs", "1")
+        assert code == 2
+        assert (root / "big.py").read_text() == body
+        assert "No space left on device" in err
+        _no_temp_files(root)
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True, timeout=30, check=False)

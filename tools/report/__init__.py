@@ -238,7 +238,9 @@ QUOTES: Final[dict[str, Quote]] = {
     "perf-convention-transfers": Quote(Path("benchmarks/results/convention_gpu.md"), "Host transfers", 0),
     "perf-convention-host": Quote(Path("benchmarks/results/convention_host.md"), "H200 host", 0),
     "perf-review-precopy": Quote(Path("benchmarks/results/convention_gpu.md"), "Fused pre-copy against", 0),
-    "perf-review-ec": Quote(Path("benchmarks/results/convention_gpu.md"), "The EC path against a copy-engine", 0),
+    "perf-review-ec": Quote(
+        Path("benchmarks/results/convention_gpu.md"), "The EC path against a copy-engine", 0
+    ),
     "perf-review-sync": Quote(Path("benchmarks/results/convention_gpu.md"), "Hidden sync", 0),
     "perf-review-sync-loop": Quote(Path("benchmarks/results/convention_gpu.md"), "Hidden sync", 1),
 }
