@@ -11,18 +11,17 @@ base class). Messages print addresses in hex and counts and indices in decimal.
 
 from __future__ import annotations
 
-
-class DevPtrError(Exception):
-    """Base class of every error devptr raises (never raised itself)."""
-
-
-class PtrTypeError(DevPtrError, TypeError):
-    """A value or container of the wrong type (a raw int where a DevicePtr is required...)."""
-
-
-class AddressRangeError(DevPtrError, ValueError):
-    """A value outside the range it must lie in: an address outside ``[0, 2**64)``, a
-    negative index array, a byte count of ``2**63`` or more."""
+# The errors the vendorable module raises are devptr's own (one class each, one base): the
+# module is the core's lowest layer (docs/architecture.md, "The vendorable core").
+from devptr.vendor.ptrtable import (
+    AddressOverflowError,
+    AddressRangeError,
+    CapacityError,
+    DevPtrError,
+    LengthMismatchError,
+    PtrTypeError,
+    UnknownBackendError,
+)
 
 
 class InvalidValueError(DevPtrError, ValueError):
@@ -30,24 +29,8 @@ class InvalidValueError(DevPtrError, ValueError):
     two, a message larger than a workspace slot, a tensor of the wrong shape...)."""
 
 
-class LengthMismatchError(DevPtrError, ValueError):
-    """Sequences that must have the same length (or shape) do not."""
-
-
-class UnknownBackendError(DevPtrError, ValueError):
-    """A backend (device type) or encoding name devptr does not know."""
-
-
 class CheckedModeError(DevPtrError, ValueError):
     """Checked mode found an access outside the storage an address came from."""
-
-
-class CapacityError(DevPtrError, IndexError):
-    """An index, slice or count outside ``[0, capacity]`` (nothing is written)."""
-
-
-class AddressOverflowError(DevPtrError, OverflowError):
-    """Address arithmetic would leave [0, 2**64); devptr never wraps silently."""
 
 
 class StateError(DevPtrError, RuntimeError):

@@ -98,7 +98,7 @@ def encoding_environment(value: str | None) -> Iterator[None]:
 
     old_env = os.environ.get(_encoding.ENV_VAR)
     with _encoding._lock:
-        old_reg = dict(_encoding._registered)
+        old_reg = dict(_encoding.BACKENDS)
     _set_env(_encoding.ENV_VAR, value)
     try:
         _encoding.reload_environment()
@@ -106,8 +106,8 @@ def encoding_environment(value: str | None) -> Iterator[None]:
     finally:
         _set_env(_encoding.ENV_VAR, old_env)
         with _encoding._lock:
-            _encoding._registered.clear()
-            _encoding._registered.update(old_reg)
+            _encoding.BACKENDS.clear()
+            _encoding.BACKENDS.update(old_reg)
         _encoding.reload_environment()
 
 
