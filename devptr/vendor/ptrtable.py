@@ -1,6 +1,6 @@
-"""Device addresses as a checked value, stored bit-exactly: devptr's lowest layer in one file (torch
-and numpy only; copy it as is, e.g. to ``vllm/utils/ptrtable.py``). Nothing runs at import: the
-environment variable (:func:`use_environment`) is read at the first :func:`encoding_for`."""
+"""Device addresses as a checked value, stored bit-exactly: devptr's lowest layer in one file (torch and
+numpy only; copy it as is, e.g. to ``vllm/utils/ptrtable.py``). Importing it runs nothing: the environment
+variable (``DEVPTR_ENCODING``, or the one given to :func:`use_environment`) is read at the first lookup."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ ENV_VAR: Final = "DEVPTR_ENCODING"
 _U64 = np.dtype(np.uint64)
 _DTYPES = {False: (np.dtype(np.int64), _U64), True: (torch.int64, torch.uint64)}
 
+# -- errors: one base, each error also a built-in one ------------------------------------------------
 class DevPtrError(Exception):
-    """Base of every error raised here; each concrete one is also a built-in exception."""
+    """Base of every error raised here (never raised itself)."""
 class PtrTypeError(DevPtrError, TypeError):
     """A value or container of the wrong type (a raw int where a DevicePtr goes, a read-only array)."""
 class AddressRangeError(DevPtrError, ValueError):
@@ -35,20 +36,18 @@ class CapacityError(DevPtrError, IndexError):
 class AddressOverflowError(DevPtrError, OverflowError):
     """Address arithmetic would leave ``[0, 2**64)`` (it never wraps)."""
 
+# -- one address --------------------------------------------------------------------------------------
 def check_int(value: object, what: str = "address") -> int:
     if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
         raise PtrTypeError(f"{what} must be an int (got {value!r})")
     return int(value)
-
 def unsigned_address(raw: object, what: str = "data_ptr()") -> int:
     """A ``data_ptr()`` value, unsigned or int64 two's complement, as an int in ``[0, 2**64)``."""
     if not -SIGN_BIT <= (value := check_int(raw, what)) < ADDR_LIMIT:
         raise AddressRangeError(f"{what} is not an int64 or uint64 value (got {value:#x})")
     return value % ADDR_LIMIT
-
 class SupportsDataPtr(Protocol):
     def data_ptr(self) -> int: ...
-
 taken: Callable[[object, int], None] | None = None
 """If set, called as ``taken(obj, addr)`` for each address read from ``obj.data_ptr()``."""
 
@@ -69,12 +68,11 @@ class DevicePtr:
     def of(cls, obj: SupportsDataPtr, offset: int = 0) -> DevicePtr:
         """``obj.data_ptr()`` (a negative value read as two's complement) plus ``offset``."""
         if not callable(getattr(obj, "data_ptr", None)) or isinstance(obj, DevicePtr):
-            raise PtrTypeError(f"DevicePtr.of() needs an object with data_ptr() (got {obj!r}); wrap "
-                               "raw addresses with DevicePtr(x)")
+            raise PtrTypeError(f"DevicePtr.of() needs an object with data_ptr() (got {obj!r}): DevicePtr(x)?")
         addr = unsigned_address(obj.data_ptr())
         if taken is not None:
             taken(obj, addr)
-        return cls(addr) + check_int(offset, "offset") if offset else cls(addr)
+        return cls(addr) + offset if offset else cls(addr)
     @classmethod
     def from_signed(cls, value: int) -> DevicePtr:
         if not -SIGN_BIT <= check_int(value, "signed address") < SIGN_BIT:
@@ -93,9 +91,7 @@ class DevicePtr:
             raise AddressRangeError(f"alignment must be positive (got {n})")
         return self.addr % n == 0
     def __add__(self, n: int) -> DevicePtr:
-        if isinstance(n, bool) or not isinstance(n, int):
-            return NotImplemented
-        if not 0 <= self.addr + n < ADDR_LIMIT:
+        if not 0 <= self.addr + check_int(n, "offset") < ADDR_LIMIT:
             raise AddressOverflowError(f"{self!r} + {n} leaves [0, 2**64) (got {self.addr + n:#x})")
         return DevicePtr(self.addr + n)
     @overload
@@ -103,9 +99,7 @@ class DevicePtr:
     @overload
     def __sub__(self, other: int) -> DevicePtr: ...
     def __sub__(self, other: DevicePtr | int) -> DevicePtr | int:
-        if isinstance(other, DevicePtr):
-            return self.addr - other.addr
-        return self + -other if isinstance(other, int) and not isinstance(other, bool) else NotImplemented
+        return self.addr - other.addr if isinstance(other, DevicePtr) else self + -check_int(other, "offset")
     def __eq__(self, other: object) -> bool:
         if isinstance(other, DevicePtr):
             return self.addr == other.addr
@@ -121,11 +115,11 @@ class DevicePtr:
     def __reduce__(self) -> tuple[type[DevicePtr], tuple[int]]: return DevicePtr, (self.addr,)
     def __hash__(self) -> int: return hash(self.addr)
     def __repr__(self) -> str: return f"DevicePtr({self.addr:#x})"
-
 DevicePtr.NULL = DevicePtr(0)
 
+# -- encodings: which integer type a backend's consumers read -----------------------------------------
 class Encoding(enum.Enum):
-    """How a consumer reads the 64 bits: ``U64`` (uint64) or ``I64`` (int64 two's complement)."""
+    """``U64`` (uint64) or ``I64`` (int64 two's complement, the CUDA/ROCm C++ ops' ABI)."""
     U64 = "U64"
     I64 = "I64"
     @property
@@ -134,32 +128,27 @@ class Encoding(enum.Enum):
     def numpy_dtype(self) -> np.dtype[Any]: return np.dtype(np.uint64 if self is Encoding.U64 else np.int64)
 
 BACKENDS: dict[str, Encoding] = {"xpu": Encoding.U64}
-"""The encodings of device types that do not read int64 (Intel XPU: its addresses are >= 2**63) and
-of types torch does not know (add yours); every other torch device type reads I64."""
+"""Device types not read as I64 (XPU: addresses >= 2**63), and types torch does not know: add yours."""
 _env: tuple[Encoding | None, dict[str, Encoding]] | None = None  # read at the first lookup
-
 def _known(name: str) -> bool:
     try:
         return name in BACKENDS or (":" not in name and torch.device(name).index is None)
     except RuntimeError:  # not a torch device type (they are lower case: "cuda", not "CUDA")
         return False
-
 def use_environment(name: str | None = ENV_VAR) -> None:
-    """Read the encodings from environment variable ``name`` now and keep them (None: none):
-    ``U64`` or ``I64`` for every backend, or per backend ``xpu=U64,cuda=I64``."""
+    """Read environment variable ``name`` now (None: none): ``U64``/``I64``, or ``xpu=U64,cuda=I64``."""
     global _env
     text, per = (os.environ.get(name, "") if name else "").strip(), dict[str, Encoding]()
     for part in filter(None, (p.strip() for p in (text.split(",") if "=" in text else [text]))):
         backend, _, enc = (s.strip() for s in part.rpartition("="))
-        if enc.upper() not in ("U64", "I64") or ("=" in text) != bool(backend) or not _known(backend or "xpu"):
+        if enc.upper() not in ("U64", "I64") or ("=" in text) != bool(backend) or not _known(backend or "cpu"):
             raise UnknownBackendError(f"environment variable {name}={text!r} is invalid at {part!r}: "
                                       "expected U64, I64 or backend=ENC,... with torch's (lower-case) types")
         per[backend] = Encoding(enc.upper())
     _env = (per.pop("", None), per)
-
 def encoding_for(device: str | torch.device | torch.Tensor, default: Encoding | None = None) -> Encoding:
-    """The encoding ``device``'s consumers read: the environment's, else :data:`BACKENDS`' (``xpu``:
-    U64, others I64); for a type neither knows, ``default`` if given, else UnknownBackendError."""
+    """The encoding ``device``'s consumers read: the environment's, else :data:`BACKENDS`' (others: I64);
+    for a type neither nor torch knows, ``default`` when given, else an UnknownBackendError."""
     if not isinstance(device, (str, torch.device, torch.Tensor)) or not isinstance(default, Encoding | None):
         raise PtrTypeError(f"expected a device (type) or a tensor and an Encoding default (got {device!r})")
     name, colon, index = str(getattr(device, "device", device)).partition(":")
@@ -173,7 +162,9 @@ def encoding_for(device: str | torch.device | torch.Tensor, default: Encoding | 
                                   "or 'xpu', or a name in BACKENDS")
     return per.get(name) or every or BACKENDS.get(name, Encoding.I64 if known or not default else default)
 
+# -- store: write addresses into a tensor or array the caller owns -------------------------------------
 Addresses = Sequence[DevicePtr | SupportsDataPtr] | npt.NDArray[np.uint64] | torch.Tensor
+Index = int | slice | tuple[int | slice, ...] | Sequence[int] | npt.NDArray[np.integer[Any]]
 def _addresses(ptrs: object) -> npt.NDArray[np.uint64] | int:
     if type(ptrs) is DevicePtr:
         return ptrs.addr
@@ -185,42 +176,45 @@ def _addresses(ptrs: object) -> npt.NDArray[np.uint64] | int:
         raise PtrTypeError(f"ptrs must be DevicePtrs, tensors or a 1-D uint64 array (got {ptrs!r})")
     out = []
     for k, p in enumerate(ptrs):
-        if type(p) is not DevicePtr:
-            if not callable(getattr(p, "data_ptr", None)):
-                raise PtrTypeError(f"ptrs[{k}] must be a DevicePtr or an object with data_ptr() (got {p!r})")
-            p = DevicePtr.of(p)
-        out.append(p.addr)
+        if type(p) is not DevicePtr and not callable(getattr(p, "data_ptr", None)):
+            raise PtrTypeError(f"ptrs[{k}] must be a DevicePtr or an object with data_ptr() (got {p!r})")
+        out.append(p.addr if type(p) is DevicePtr else DevicePtr.of(p).addr)
     return np.array(out, _U64)
-
-Index = int | slice | tuple[int | slice, ...] | Sequence[int] | npt.NDArray[np.integer[Any]]
-def store(container: torch.Tensor | npt.NDArray[Any], index: Index, ptrs: DevicePtr | Addresses) -> None:
-    """Write DevicePtr(s) bit-exactly into an int64/uint64 tensor (any device) or numpy array at an int,
-    a slice or a tuple of them (never wrapped, never clamped); ``ptrs`` has the selection's shape.
-    Everything is validated before anything is written; a device container gets one H2D copy."""
-    tensor = isinstance(container, torch.Tensor)
-    ok = tensor or isinstance(container, np.ndarray)
-    if not ok or container.dtype not in _DTYPES[tensor] or getattr(container, "layout", torch.strided) != torch.strided:
-        raise PtrTypeError(f"store() needs an int64 or uint64 container: a dense torch tensor or numpy "
-                           f"array (got {type(container).__name__} {getattr(container, 'dtype', '')})")
-    arr = container.numpy() if tensor and container.is_cpu else container
-    if isinstance(arr, np.ndarray) and not arr.flags.writeable:
-        raise PtrTypeError("store() needs a writable container (got a read-only array: PtrBuffer.numpy()?)")
-    if type(ptrs) is DevicePtr and type(index) is int and isinstance(arr, np.ndarray) and arr.ndim == 1 and 0 <= index < len(arr):
-        arr.view(_U64)[index] = ptrs.addr  # the common case, one slot of a 1-D host table: fast
-        return
-    shape, parts = tuple(container.shape), cast("tuple[Any, ...]", index if isinstance(index, tuple) else (index,))
+def _check_index(shape: tuple[int, ...], index: Index) -> None:
+    parts = cast("tuple[Any, ...]", index if isinstance(index, tuple) else (index,))
     if len(parts) > len(shape):
         raise CapacityError(f"store(): {len(parts)} indices for a {len(shape)}-D container")
     for dim, (part, size) in enumerate(zip(parts, shape, strict=False)):
-        if (sl := isinstance(part, slice)) and part.step is not None and (type(part.step) is not int
-                                                                         or part.step < 1):
-            raise PtrTypeError(f"store(): slice steps must be positive ints (got {part.step!r})")
-        many = isinstance(part, (list, np.ndarray)) and len(parts) == 1 and np.asarray(part).dtype.kind in "iu"
-        for b in [b for b in (part.start, part.stop) if b is not None] if sl else np.ravel(part).tolist() if many else [part]:
+        if isinstance(part, slice):
+            bounds, top = [b for b in (part.start, part.stop) if b is not None], size
+            if part.step is not None and (type(part.step) is not int or part.step < 1):
+                raise PtrTypeError(f"store(): slice steps must be positive ints (got {part.step!r})")
+        else:  # an int, or (the whole index) a list or array of ints
+            many = isinstance(part, (list, np.ndarray)) and len(parts) == 1 and np.asarray(part).dtype.kind in "iu"
+            bounds, top = np.ravel(part).tolist() if many else [part], size - 1
+        for b in bounds:
             if isinstance(b, bool) or not isinstance(b, (int, np.integer)):
-                raise PtrTypeError(f"store(): an index is an int, a slice or a tuple of them (got {b!r})")
-            if not 0 <= b <= size - (not sl):
+                raise PtrTypeError(f"store(): an index is an int, a slice, a tuple of them or a list of ints "
+                                   f"(got {b!r})")
+            if not 0 <= b <= top:
                 raise CapacityError(f"store(): index {b} out of range for dimension {dim} of size {size}")
+def store(container: torch.Tensor | npt.NDArray[Any], index: Index, ptrs: DevicePtr | Addresses) -> None:
+    """Write DevicePtr(s) bit-exactly into an int64/uint64 tensor (any device) or numpy array at an int,
+    a slice, a tuple of them or a list of ints: never wrapped (-1), never clamped. ``ptrs`` has the
+    selection's shape. Checked before anything is written; a device container gets one H2D copy."""
+    tensor, layout = isinstance(container, torch.Tensor), getattr(container, "layout", torch.strided)
+    if not (tensor or isinstance(container, np.ndarray)) or container.dtype not in _DTYPES[tensor] or (
+            layout != torch.strided):
+        raise PtrTypeError(f"store() needs an int64 or uint64 container: a dense torch tensor or numpy "
+                           f"array (got {type(container).__name__} {getattr(container, 'dtype', '')})")
+    arr = cast(torch.Tensor, container).numpy() if tensor and container.is_cpu else container  # type: ignore[union-attr]
+    if isinstance(arr, np.ndarray) and not arr.flags.writeable:
+        raise PtrTypeError("store() needs a writable container (got a read-only array: PtrBuffer.numpy()?)")
+    if type(ptrs) is DevicePtr and type(index) is int and isinstance(arr, np.ndarray) and arr.ndim == 1:
+        if 0 <= index < len(arr):  # the common case, one slot of a 1-D host table: fast
+            arr.view(_U64)[index] = ptrs.addr
+            return
+    _check_index(shape := tuple(container.shape), index)
     vals = _addresses(ptrs)
     got = () if type(index) is int and len(shape) == 1 else np.broadcast_to(np.uint8(0), shape)[index].shape
     if got != np.shape(vals):
