@@ -21,7 +21,24 @@ from collections.abc import Iterator
 _lock = threading.Lock()
 _extents: dict[int, tuple[int, int]] = {}
 
-ENABLED: bool = os.environ.get("DEVPTR_CHECKED", "").strip().lower() in {"1", "true", "yes", "on"}
+ENV_VAR = "DEVPTR_CHECKED"
+"""``1``/``true`` turn checked mode on; ``0``/``false``/empty (or unset) leave it off (any case)."""
+
+
+def _from_environment() -> bool:
+    """``DEVPTR_CHECKED``'s value; anything but the accepted spellings is an error, not "off"."""
+    text = os.environ.get(ENV_VAR, "").strip().lower()
+    if text not in {"", "0", "1", "false", "true"}:
+        from devptr._errors import InvalidValueError
+
+        raise InvalidValueError(
+            f"environment variable {ENV_VAR}={os.environ[ENV_VAR]!r} is invalid: expected 1 or true "
+            "(on), 0, false or empty (off)"
+        )
+    return text in {"1", "true"}
+
+
+ENABLED: bool = _from_environment()
 
 
 def is_enabled() -> bool:
