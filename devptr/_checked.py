@@ -5,8 +5,8 @@ Off by default. Turn it on with ``DEVPTR_CHECKED=1`` in the environment or the
 returns, the byte range ``[start, end)`` of the storage behind the object (a tensor's
 untyped storage). Consumers such as ``devptr.kernels.batch_memcpy`` look ranges up with
 :func:`devptr.extent_of` (in ``_ptr``, next to DevicePtr) and refuse, before launch, a
-segment that leaves its storage. This module is the registry only and imports nothing
-of devptr.
+segment that leaves its storage. This module is the registry only and imports only
+devptr's errors.
 
 When off the cost is one module-attribute read per :meth:`DevicePtr.of`.
 """
@@ -17,6 +17,8 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+
+from devptr._errors import InvalidValueError
 
 _lock = threading.Lock()
 _extents: dict[int, tuple[int, int]] = {}
@@ -29,8 +31,6 @@ def _from_environment() -> bool:
     """``DEVPTR_CHECKED``'s value; anything but the accepted spellings is an error, not "off"."""
     text = os.environ.get(ENV_VAR, "").strip().lower()
     if text not in {"", "0", "1", "false", "true"}:
-        from devptr._errors import InvalidValueError
-
         raise InvalidValueError(
             f"environment variable {ENV_VAR}={os.environ[ENV_VAR]!r} is invalid: expected 1 or true "
             "(on), 0, false or empty (off)"

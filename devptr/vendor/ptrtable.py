@@ -1,6 +1,4 @@
-"""Device addresses as a checked value, stored bit-exactly: devptr's lowest layer in one file (torch and
-numpy only; copy it as is, e.g. to ``vllm/utils/ptrtable.py``). Importing it runs nothing: the environment
-variable (``DEVPTR_ENCODING``, or the one given to :func:`use_environment`) is read at the first lookup."""
+"""devptr's lowest layer in one file to copy: torch and numpy only, no import-time effects (see its docs)."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ ENV_VAR: Final = "DEVPTR_ENCODING"
 _U64 = np.dtype(np.uint64)
 _DTYPES = {False: (np.dtype(np.int64), _U64), True: (torch.int64, torch.uint64)}
 
-# -- errors: one base, each error also a built-in one ------------------------------------------------
 class DevPtrError(Exception):
     """Base of every error raised here (never raised itself)."""
 class PtrTypeError(DevPtrError, TypeError):
@@ -36,25 +33,21 @@ class CapacityError(DevPtrError, IndexError):
 class AddressOverflowError(DevPtrError, OverflowError):
     """Address arithmetic would leave ``[0, 2**64)`` (it never wraps)."""
 
-# -- one address --------------------------------------------------------------------------------------
 def check_int(value: object, what: str = "address") -> int:
     if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
         raise PtrTypeError(f"{what} must be an int (got {value!r})")
     return int(value)
 def unsigned_address(raw: object, what: str = "data_ptr()") -> int:
-    """A ``data_ptr()`` value, unsigned or int64 two's complement, as an int in ``[0, 2**64)``."""
     if not -SIGN_BIT <= (value := check_int(raw, what)) < ADDR_LIMIT:
         raise AddressRangeError(f"{what} is not an int64 or uint64 value (got {value:#x})")
     return value % ADDR_LIMIT
 class SupportsDataPtr(Protocol):
     def data_ptr(self) -> int: ...
-taken: Callable[[object, int], None] | None = None
-"""If set, called as ``taken(obj, addr)`` for each address read from ``obj.data_ptr()``."""
+taken: Callable[[object, int], None] | None = None  # if set, taken(obj, addr) for each obj.data_ptr() read
 
 @functools.total_ordering
 class DevicePtr:
-    """One device address, unsigned in ``[0, 2**64)``; immutable, hashable, picklable. It compares
-    with DevicePtrs only (``DevicePtr(16) == 16`` raises) and has no ``__int__``/``__index__``."""
+    """An address in ``[0, 2**64)``; immutable, picklable; no ``__int__``; ``DevicePtr(16) == 16`` raises."""
     __slots__ = ("addr",)
     addr: int
     NULL: ClassVar[DevicePtr]
@@ -66,7 +59,6 @@ class DevicePtr:
         raise AttributeError(f"DevicePtr is immutable (cannot change {name!r})")
     @classmethod
     def of(cls, obj: SupportsDataPtr, offset: int = 0) -> DevicePtr:
-        """``obj.data_ptr()`` (a negative value read as two's complement) plus ``offset``."""
         if not callable(getattr(obj, "data_ptr", None)) or isinstance(obj, DevicePtr):
             raise PtrTypeError(f"DevicePtr.of() needs an object with data_ptr() (got {obj!r}): DevicePtr(x)?")
         addr = unsigned_address(obj.data_ptr())
@@ -109,15 +101,13 @@ class DevicePtr:
     def __lt__(self, other: DevicePtr) -> bool:
         return self.addr < other.addr if isinstance(other, DevicePtr) else self._refuse(other)
     def _refuse(self, other: object) -> NoReturn:
-        raise PtrTypeError(f"a DevicePtr compares only with a DevicePtr ({self!r} with {other!r}): "
-                           "compare p.addr with an int, or p with DevicePtr(n)")
+        raise PtrTypeError(f"a DevicePtr compares only with a DevicePtr (got {other!r}): use p.addr")
     __radd__, __delattr__ = __add__, __setattr__
     def __reduce__(self) -> tuple[type[DevicePtr], tuple[int]]: return DevicePtr, (self.addr,)
     def __hash__(self) -> int: return hash(self.addr)
     def __repr__(self) -> str: return f"DevicePtr({self.addr:#x})"
 DevicePtr.NULL = DevicePtr(0)
 
-# -- encodings: which integer type a backend's consumers read -----------------------------------------
 class Encoding(enum.Enum):
     """``U64`` (uint64) or ``I64`` (int64 two's complement, the CUDA/ROCm C++ ops' ABI)."""
     U64 = "U64"
@@ -126,7 +116,6 @@ class Encoding(enum.Enum):
     def torch_dtype(self) -> torch.dtype: return torch.uint64 if self is Encoding.U64 else torch.int64
     @property
     def numpy_dtype(self) -> np.dtype[Any]: return np.dtype(np.uint64 if self is Encoding.U64 else np.int64)
-
 BACKENDS: dict[str, Encoding] = {"xpu": Encoding.U64}
 """Device types not read as I64 (XPU: addresses >= 2**63), and types torch does not know: add yours."""
 _env: tuple[Encoding | None, dict[str, Encoding]] | None = None  # read at the first lookup
@@ -135,73 +124,60 @@ def _known(name: str) -> bool:
         return name in BACKENDS or (":" not in name and torch.device(name).index is None)
     except RuntimeError:  # not a torch device type (they are lower case: "cuda", not "CUDA")
         return False
-def use_environment(name: str | None = ENV_VAR) -> None:
+def use_environment(name: str | None = ENV_VAR) -> tuple[Encoding | None, dict[str, Encoding]]:
     """Read environment variable ``name`` now (None: none): ``U64``/``I64``, or ``xpu=U64,cuda=I64``."""
     global _env
     text, per = (os.environ.get(name, "") if name else "").strip(), dict[str, Encoding]()
     for part in filter(None, (p.strip() for p in (text.split(",") if "=" in text else [text]))):
-        backend, _, enc = (s.strip() for s in part.rpartition("="))
-        if enc.upper() not in ("U64", "I64") or ("=" in text) != bool(backend) or not _known(backend or "cpu"):
+        kind, _, enc = (s.strip() for s in part.rpartition("="))
+        if enc.upper() not in ("U64", "I64") or ("=" in text) != bool(kind) or not _known(kind or "cpu"):
             raise UnknownBackendError(f"environment variable {name}={text!r} is invalid at {part!r}: "
                                       "expected U64, I64 or backend=ENC,... with torch's (lower-case) types")
-        per[backend] = Encoding(enc.upper())
+        per[kind] = Encoding(enc.upper())
     _env = (per.pop("", None), per)
+    return _env
 def encoding_for(device: str | torch.device | torch.Tensor, default: Encoding | None = None) -> Encoding:
-    """The encoding ``device``'s consumers read: the environment's, else :data:`BACKENDS`' (others: I64);
-    for a type neither nor torch knows, ``default`` when given, else an UnknownBackendError."""
+    """The environment's encoding for ``device``, else BACKENDS', else I64 (torch's types) or ``default``."""
     if not isinstance(device, (str, torch.device, torch.Tensor)) or not isinstance(default, Encoding | None):
         raise PtrTypeError(f"expected a device (type) or a tensor and an Encoding default (got {device!r})")
     name, colon, index = str(getattr(device, "device", device)).partition(":")
     if colon and not index.isdigit():
         raise UnknownBackendError(f"not a device name: {device!r}")
-    if _env is None:
-        use_environment()
-    every, per = _env or (None, {})
+    every, per = _env or use_environment()
     if not (known := name in per or _known(name)) and default is None:
-        raise UnknownBackendError(f"unknown backend {name!r}: expected a torch device type such as 'cuda' "
-                                  "or 'xpu', or a name in BACKENDS")
+        raise UnknownBackendError(f"unknown backend {name!r}: not a torch device type, nor in BACKENDS")
     return per.get(name) or every or BACKENDS.get(name, Encoding.I64 if known or not default else default)
-
-# -- store: write addresses into a tensor or array the caller owns -------------------------------------
-Addresses = Sequence[DevicePtr | SupportsDataPtr] | npt.NDArray[np.uint64] | torch.Tensor
+Addresses = Sequence[DevicePtr | SupportsDataPtr] | npt.NDArray[np.uint64]
 Index = int | slice | tuple[int | slice, ...] | Sequence[int] | npt.NDArray[np.integer[Any]]
 def _addresses(ptrs: object) -> npt.NDArray[np.uint64] | int:
-    if type(ptrs) is DevicePtr:
-        return ptrs.addr
-    if isinstance(ptrs, torch.Tensor) and ptrs.dtype == torch.uint64 and ptrs.is_cpu:
-        ptrs = ptrs.view(torch.int64).numpy().view(_U64)
-    if isinstance(ptrs, np.ndarray) and ptrs.dtype == _U64 and ptrs.ndim == 1:
-        return ptrs
+    if type(ptrs) is DevicePtr or (isinstance(ptrs, np.ndarray) and ptrs.dtype == _U64 and ptrs.ndim == 1):
+        return ptrs.addr if isinstance(ptrs, DevicePtr) else ptrs
     if isinstance(ptrs, (DevicePtr, str, bytes, np.ndarray, torch.Tensor)) or not isinstance(ptrs, Iterable):
-        raise PtrTypeError(f"ptrs must be DevicePtrs, tensors or a 1-D uint64 array (got {ptrs!r})")
+        raise PtrTypeError(f"ptrs must be DevicePtrs, tensors (data_ptr()) or a uint64 array (got {ptrs!r})")
     out = []
     for k, p in enumerate(ptrs):
         if type(p) is not DevicePtr and not callable(getattr(p, "data_ptr", None)):
             raise PtrTypeError(f"ptrs[{k}] must be a DevicePtr or an object with data_ptr() (got {p!r})")
         out.append(p.addr if type(p) is DevicePtr else DevicePtr.of(p).addr)
     return np.array(out, _U64)
-def _check_index(shape: tuple[int, ...], index: Index) -> None:
+def _selected(shape: tuple[int, ...], index: Index) -> tuple[int, ...]:
     parts = cast("tuple[Any, ...]", index if isinstance(index, tuple) else (index,))
-    if len(parts) > len(shape):
-        raise CapacityError(f"store(): {len(parts)} indices for a {len(shape)}-D container")
     for dim, (part, size) in enumerate(zip(parts, shape, strict=False)):
-        if isinstance(part, slice):
-            bounds, top = [b for b in (part.start, part.stop) if b is not None], size
-            if part.step is not None and (type(part.step) is not int or part.step < 1):
-                raise PtrTypeError(f"store(): slice steps must be positive ints (got {part.step!r})")
-        else:  # an int, or (the whole index) a list or array of ints
-            many = isinstance(part, (list, np.ndarray)) and len(parts) == 1 and np.asarray(part).dtype.kind in "iu"
-            bounds, top = np.ravel(part).tolist() if many else [part], size - 1
-        for b in bounds:
+        sl = isinstance(part, slice)
+        if sl and part.step is not None and (type(part.step) is not int or part.step < 1):
+            raise PtrTypeError(f"store(): slice steps must be positive ints (got {part.step!r})")
+        for b in [b for b in (part.start, part.stop) if b is not None] if sl else np.ravel(part).tolist():
             if isinstance(b, bool) or not isinstance(b, (int, np.integer)):
-                raise PtrTypeError(f"store(): an index is an int, a slice, a tuple of them or a list of ints "
-                                   f"(got {b!r})")
-            if not 0 <= b <= top:
+                raise PtrTypeError(f"store(): indices are ints, slices or a tuple of them (got {b!r})")
+            if not 0 <= b <= size - (not sl):
                 raise CapacityError(f"store(): index {b} out of range for dimension {dim} of size {size}")
+    try:
+        return np.broadcast_to(np.uint8(0), shape)[index].shape
+    except IndexError as exc:
+        raise CapacityError(f"store(): {exc} (index {index!r} into shape {shape})") from None
 def store(container: torch.Tensor | npt.NDArray[Any], index: Index, ptrs: DevicePtr | Addresses) -> None:
-    """Write DevicePtr(s) bit-exactly into an int64/uint64 tensor (any device) or numpy array at an int,
-    a slice, a tuple of them or a list of ints: never wrapped (-1), never clamped. ``ptrs`` has the
-    selection's shape. Checked before anything is written; a device container gets one H2D copy."""
+    """Write DevicePtr(s) bit-exactly into an int64/uint64 tensor or array: an index never wraps (-1) nor
+    clamps, ``ptrs`` has the selection's shape, nothing is written on error; a device tensor: one H2D copy."""
     tensor, layout = isinstance(container, torch.Tensor), getattr(container, "layout", torch.strided)
     if not (tensor or isinstance(container, np.ndarray)) or container.dtype not in _DTYPES[tensor] or (
             layout != torch.strided):
@@ -214,12 +190,9 @@ def store(container: torch.Tensor | npt.NDArray[Any], index: Index, ptrs: Device
         if 0 <= index < len(arr):  # the common case, one slot of a 1-D host table: fast
             arr.view(_U64)[index] = ptrs.addr
             return
-    _check_index(shape := tuple(container.shape), index)
-    vals = _addresses(ptrs)
-    got = () if type(index) is int and len(shape) == 1 else np.broadcast_to(np.uint8(0), shape)[index].shape
+    got, vals = _selected(tuple(container.shape), index), _addresses(ptrs)
     if got != np.shape(vals):
-        raise LengthMismatchError(f"store(): the index selects shape {got}, the addresses have shape "
-                                  f"{np.shape(vals)} (no broadcasting)")
+        raise LengthMismatchError(f"store(): the index selects shape {got}, ptrs have shape {np.shape(vals)}")
     if isinstance(arr, np.ndarray):
         arr.view(_U64)[index] = vals
     else:

@@ -206,7 +206,9 @@ def case_store_2d(impl: Impl) -> None:
     _raises(impl, "CapacityError", IndexError, lambda: a.store(t, (0, -1), a.DevicePtr(1)))
     _raises(impl, "CapacityError", IndexError, lambda: a.store(t, (0, 0, 0), a.DevicePtr(1)))
     _raises(impl, "LengthMismatchError", ValueError, lambda: a.store(t, 0, a.DevicePtr(1)))  # a row
-    _raises(impl, "PtrTypeError", TypeError, lambda: a.store(t, (0, [1, 2]), [a.DevicePtr(1)] * 2))
+    _raises(impl, "PtrTypeError", TypeError, lambda: a.store(t, (0, 1.0), a.DevicePtr(1)))
+    a.store(t, (0, [0, 2]), [a.DevicePtr(3), a.DevicePtr(4)])  # ints along the last dimension
+    a.store(t, (0, [0, 2]), [a.DevicePtr(1), a.DevicePtr(0)])
     assert _bits(t) == [1, 2**64 - 1, 0, 7, 8, 9]
 
 
@@ -282,8 +284,8 @@ MUTATIONS = [
     ("    def __reduce__(self) -> tuple[type[DevicePtr], tuple[int]]: return DevicePtr, (self.addr,)\n", "",
      "pickle_copy_frozen"),
     ('if hasattr(type(other), "__index__"):', "if False:", "compares_with_deviceptrs_only"),
-    ("if not 0 <= b <= top:", "if not -size <= b <= top + 9:", "store_never_wraps_or_clamps"),
-    ('or ("=" in text) != bool(backend) or not _known(backend or "cpu"):', ":", "environment_is_strict"),
+    ("if not 0 <= b <= size - (not sl):", "if not -size <= b <= size + 9:", "store_never_wraps_or_clamps"),
+    ('or ("=" in text) != bool(kind) or not _known(kind or "cpu"):', ":", "environment_is_strict"),
     ("Encoding.I64 if known or not default else default)", "Encoding.I64)", "encoding_default_for_unknown_types"),
     ('raise PtrTypeError("store() needs a writable container', 'raise ValueError("store() needs a writable container',
      "store_refuses_read_only_and_sparse"),
