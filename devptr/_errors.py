@@ -7,21 +7,27 @@ catch either: ``TypeError`` for a wrong type, ``ValueError`` for a bad value or 
 closed, no device). :class:`DevPtrError` itself is never raised (``tests/test_errors.py``
 walks the package source and fails on a ``raise`` of a built-in, a third-party or the bare
 base class). Messages print addresses in hex and counts and indices in decimal.
+
+This module imports nothing (the checker and the mypy plugin use it without torch or numpy).
+The vendorable module (:mod:`devptr.vendor.ptrtable`) declares the same names for engines
+that copy it; inside devptr, ``devptr.vendor`` installs these classes in it, so there is
+one taxonomy (``tests/vendor/test_parity.py`` checks the names are the same objects).
 """
 
 from __future__ import annotations
 
-# The errors the vendorable module raises are devptr's own (one class each, one base): the
-# module is the core's lowest layer (docs/architecture.md, "The vendorable core").
-from devptr.vendor.ptrtable import (
-    AddressOverflowError,
-    AddressRangeError,
-    CapacityError,
-    DevPtrError,
-    LengthMismatchError,
-    PtrTypeError,
-    UnknownBackendError,
-)
+
+class DevPtrError(Exception):
+    """Base class of every error devptr raises (never raised itself)."""
+
+
+class PtrTypeError(DevPtrError, TypeError):
+    """A value or container of the wrong type (a raw int where a DevicePtr is required...)."""
+
+
+class AddressRangeError(DevPtrError, ValueError):
+    """A value outside the range it must lie in: an address outside ``[0, 2**64)``, a
+    negative index array, a byte count of ``2**63`` or more."""
 
 
 class InvalidValueError(DevPtrError, ValueError):
@@ -29,8 +35,24 @@ class InvalidValueError(DevPtrError, ValueError):
     two, a message larger than a workspace slot, a tensor of the wrong shape...)."""
 
 
+class LengthMismatchError(DevPtrError, ValueError):
+    """Sequences that must have the same length (or shape) do not."""
+
+
+class UnknownBackendError(DevPtrError, ValueError):
+    """A backend (device type) or encoding name devptr does not know."""
+
+
 class CheckedModeError(DevPtrError, ValueError):
     """Checked mode found an access outside the storage an address came from."""
+
+
+class CapacityError(DevPtrError, IndexError):
+    """An index, slice or count outside ``[0, capacity]`` (nothing is written)."""
+
+
+class AddressOverflowError(DevPtrError, OverflowError):
+    """Address arithmetic would leave [0, 2**64); devptr never wraps silently."""
 
 
 class StateError(DevPtrError, RuntimeError):
