@@ -33,8 +33,9 @@ print(json.dumps(out))
 def _run(code: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("DEVPTR_")}
     full.update(env, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run([sys.executable, "-c", code, *args], env=full, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=full, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_checked_accepts_0_1_true_false_empty_and_refuses_the_rest() -> None:

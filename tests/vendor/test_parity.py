@@ -108,8 +108,16 @@ def case_encoding_defaults(impl: Impl) -> None:
     a = impl.api
     assert a.Encoding.U64.torch_dtype is torch.uint64 and a.Encoding.I64.numpy_dtype == np.int64
     with impl.env(None):
-        for dev, enc in (("xpu", "U64"), ("xpu:0", "U64"), ("cuda", "I64"), ("cuda:1", "I64"), ("cpu", "I64"),
-                         ("hip", "I64"), (torch.device("cpu"), "I64"), (torch.zeros(1), "I64")):
+        for dev, enc in (
+            ("xpu", "U64"),
+            ("xpu:0", "U64"),
+            ("cuda", "I64"),
+            ("cuda:1", "I64"),
+            ("cpu", "I64"),
+            ("hip", "I64"),
+            (torch.device("cpu"), "I64"),
+            (torch.zeros(1), "I64"),
+        ):
             assert a.encoding_for(dev) is a.Encoding[enc], dev
         msg = _raises(impl, "UnknownBackendError", ValueError, lambda: a.encoding_for("tpu9"))
         assert "'tpu9'" in msg
@@ -143,8 +151,20 @@ def case_environment_overrides(impl: Impl) -> None:
         assert a.encoding_for("xpu") is a.Encoding.U64
 
 
-BAD_ENV = ["XPU=I64", "CUDA=U64", "cuda:0=U64", "cdua=U64", "U65", "garbage", "xpu=U64,=I64", "U64,I64",
-           "xpu=U65", "xpu=", "xpu=U64=I64", "U64,xpu=I64"]
+BAD_ENV = [
+    "XPU=I64",
+    "CUDA=U64",
+    "cuda:0=U64",
+    "cdua=U64",
+    "U65",
+    "garbage",
+    "xpu=U64,=I64",
+    "U64,I64",
+    "xpu=U65",
+    "xpu=",
+    "xpu=U64=I64",
+    "U64,xpu=I64",
+]
 
 
 def case_environment_is_strict(impl: Impl) -> None:
@@ -187,11 +207,20 @@ def case_store_never_wraps_or_clamps(impl: Impl) -> None:
     a, p = impl.api, impl.api.DevicePtr(HI)
     for make_c in CONTAINERS.values():
         c = make_c(4)
-        for index, value in ((-1, p), (4, p), (slice(-2, None), [p, p]), (slice(2, 9), [p, p]),
-                             (slice(None, -1), [p, p, p]), ([0, 4], [p, p]), ([-1], [p])):
-            _raises(impl, "CapacityError", IndexError, lambda index=index, value=value: a.store(c, index, value))
-        _raises(impl, "PtrTypeError", TypeError, lambda: a.store(c, 1.0, p))
-        _raises(impl, "PtrTypeError", TypeError, lambda: a.store(c, slice(0, 2, -1), [p, p]))
+        for index, value in (
+            (-1, p),
+            (4, p),
+            (slice(-2, None), [p, p]),
+            (slice(2, 9), [p, p]),
+            (slice(None, -1), [p, p, p]),
+            ([0, 4], [p, p]),
+            ([-1], [p]),
+        ):
+            _raises(
+                impl, "CapacityError", IndexError, lambda c=c, index=index, value=value: a.store(c, index, value)
+            )
+        _raises(impl, "PtrTypeError", TypeError, lambda c=c: a.store(c, 1.0, p))
+        _raises(impl, "PtrTypeError", TypeError, lambda c=c: a.store(c, slice(0, 2, -1), [p, p]))
         assert _bits(c) == [0, 0, 0, 0]
 
 
@@ -202,7 +231,9 @@ def case_store_2d(impl: Impl) -> None:
     a.store(t, (0, slice(0, 2)), [a.DevicePtr(1), a.DevicePtr(2**64 - 1)])
     a.store(t, 1, [a.DevicePtr(7), a.DevicePtr(8), a.DevicePtr(9)])  # a whole row
     assert _bits(t) == [1, 2**64 - 1, 0, 7, 8, 9]
-    assert "dimension 1" in _raises(impl, "CapacityError", IndexError, lambda: a.store(t, (1, 3), a.DevicePtr(1)))
+    assert "dimension 1" in _raises(
+        impl, "CapacityError", IndexError, lambda: a.store(t, (1, 3), a.DevicePtr(1))
+    )
     _raises(impl, "CapacityError", IndexError, lambda: a.store(t, (0, -1), a.DevicePtr(1)))
     _raises(impl, "CapacityError", IndexError, lambda: a.store(t, (0, 0, 0), a.DevicePtr(1)))
     _raises(impl, "LengthMismatchError", ValueError, lambda: a.store(t, 0, a.DevicePtr(1)))  # a row
@@ -223,7 +254,9 @@ def case_store_refusals_write_nothing(impl: Impl) -> None:
     assert "[2]" in msg
     _raises(impl, "PtrTypeError", TypeError, lambda: a.store(t, slice(0, 1), np.array([1], dtype=np.int64)))
     for dtype in (torch.float32, torch.int32, torch.uint32):
-        _raises(impl, "PtrTypeError", TypeError, lambda dtype=dtype: a.store(torch.zeros(2, dtype=dtype), 0, p))
+        _raises(
+            impl, "PtrTypeError", TypeError, lambda dtype=dtype: a.store(torch.zeros(2, dtype=dtype), 0, p)
+        )
     _raises(impl, "PtrTypeError", TypeError, lambda: a.store(np.zeros(2, dtype=np.float64), 0, p))
     _raises(impl, "PtrTypeError", TypeError, lambda: a.store([0, 0], 0, p))
     assert _bits(t) == [0, 0, 0, 0]
@@ -239,7 +272,12 @@ def case_store_refuses_read_only_and_sparse(impl: Impl) -> None:
     ro_view.flags.writeable = False
     for arr in (ro, ro_view):
         for index, value in ((0, p), (slice(0, 2), [p, p])):
-            msg = _raises(impl, "PtrTypeError", TypeError, lambda arr=arr, index=index, value=value: a.store(arr, index, value))
+            msg = _raises(
+                impl,
+                "PtrTypeError",
+                TypeError,
+                lambda arr=arr, index=index, value=value: a.store(arr, index, value),
+            )
             assert "read-only" in msg
         assert not arr.any()
     dense = torch.zeros(4, dtype=torch.int64)
@@ -268,9 +306,19 @@ def test_core_reexports_the_vendor_module() -> None:
     from devptr import _encoding, _ptr, _store
     from devptr.vendor import ptrtable
 
-    for name in ("DevicePtr", "Encoding", "encoding_for", "store", "DevPtrError", "PtrTypeError",
-                 "AddressRangeError", "AddressOverflowError", "CapacityError", "LengthMismatchError",
-                 "UnknownBackendError"):
+    for name in (
+        "DevicePtr",
+        "Encoding",
+        "encoding_for",
+        "store",
+        "DevPtrError",
+        "PtrTypeError",
+        "AddressRangeError",
+        "AddressOverflowError",
+        "CapacityError",
+        "LengthMismatchError",
+        "UnknownBackendError",
+    ):
         assert getattr(devptr, name) is getattr(ptrtable, name), name
     assert _ptr.unsigned_address is ptrtable.unsigned_address and _store.store is ptrtable.store
     assert _encoding.BACKENDS is ptrtable.BACKENDS
@@ -281,18 +329,30 @@ def test_core_reexports_the_vendor_module() -> None:
 # Mutations of the module's source, each one of the old second implementation's divergences
 # (issue 22 item 13), with the case that must catch it.
 MUTATIONS = [
-    ("    def __reduce__(self) -> tuple[type[DevicePtr], tuple[int]]: return DevicePtr, (self.addr,)\n", "",
-     "pickle_copy_frozen"),
+    (
+        "    def __reduce__(self) -> tuple[type[DevicePtr], tuple[int]]: return DevicePtr, (self.addr,)\n",
+        "",
+        "pickle_copy_frozen",
+    ),
     ('if hasattr(type(other), "__index__"):', "if False:", "compares_with_deviceptrs_only"),
     ("if not 0 <= b <= size - (not sl):", "if not -size <= b <= size + 9:", "store_never_wraps_or_clamps"),
     ('or ("=" in text) != bool(kind) or not _known(kind or "cpu"):', ":", "environment_is_strict"),
-    ("Encoding.I64 if known or not default else default)", "Encoding.I64)", "encoding_default_for_unknown_types"),
-    ('raise PtrTypeError("store() needs a writable container', 'raise ValueError("store() needs a writable container',
-     "store_refuses_read_only_and_sparse"),
+    (
+        "Encoding.I64 if known or not default else default)",
+        "Encoding.I64)",
+        "encoding_default_for_unknown_types",
+    ),
+    (
+        'raise PtrTypeError("store() needs a writable container',
+        'raise ValueError("store() needs a writable container',
+        "store_refuses_read_only_and_sparse",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "case"), MUTATIONS, ids=[m[2] + str(k) for k, m in enumerate(MUTATIONS)])
+@pytest.mark.parametrize(
+    ("old", "new", "case"), MUTATIONS, ids=[m[2] + str(k) for k, m in enumerate(MUTATIONS)]
+)
 def test_the_cases_catch_divergence(old: str, new: str, case: str, tmp_path: Path) -> None:
     source = SOURCE.read_text(encoding="utf-8")
     assert source.count(old) == 1, f"mutation target not found once: {old!r}"

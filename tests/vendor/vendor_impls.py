@@ -45,7 +45,9 @@ def _set(name: str, value: str | None) -> None:
         os.environ[name] = value
 
 
-def env_setter(module: types.ModuleType, variable: str) -> Callable[[str | None], contextlib.AbstractContextManager[None]]:
+def env_setter(
+    module: types.ModuleType, variable: str
+) -> Callable[[str | None], contextlib.AbstractContextManager[None]]:
     """A context manager factory: run a block with ``variable`` set and re-read by ``module``."""
 
     @contextlib.contextmanager
@@ -65,7 +67,13 @@ def env_setter(module: types.ModuleType, variable: str) -> Callable[[str | None]
 class Impl:
     """One implementation under test: ``api`` has the names, ``env(value)`` sets its variable."""
 
-    def __init__(self, name: str, api: types.ModuleType, env: Callable[[str | None], contextlib.AbstractContextManager[None]], variable: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        api: types.ModuleType,
+        env: Callable[[str | None], contextlib.AbstractContextManager[None]],
+        variable: str,
+    ) -> None:
         self.name, self.api, self.env, self.variable = name, api, env, variable
 
     def __repr__(self) -> str:
