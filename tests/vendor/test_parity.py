@@ -217,7 +217,7 @@ def case_store_never_wraps_or_clamps(impl: Impl) -> None:
             ([-1], [p]),
         ):
             _raises(
-                impl, "CapacityError", IndexError, lambda c=c, index=index, value=value: a.store(c, index, value)
+                impl, "CapacityError", IndexError, lambda c=c, i=index, v=value: a.store(c, i, v)
             )
         _raises(impl, "PtrTypeError", TypeError, lambda c=c: a.store(c, 1.0, p))
         _raises(impl, "PtrTypeError", TypeError, lambda c=c: a.store(c, slice(0, 2, -1), [p, p]))
