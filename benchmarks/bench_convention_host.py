@@ -81,7 +81,7 @@ def cases() -> dict[str, Callable[[], object]]:
         "devptr: `buf.fill(0, uint64_array)`": lambda: buf.fill(0, arr),
         "devptr: `store(t, i, p)` per entry (torch int64)": devptr_store,
         "vendored ptrtable: `store(alias, i, p)` per entry": vendor_store,
-        "vendored ptrtable: `store(alias, slice(0, N), ptrs)`": lambda: ptrtable.store(alias, slice(0, N), vptrs),
+        "vendored ptrtable: `store(alias, slice(0, N), ptrs)`": lambda: ptrtable.store(alias, slice(None), vptrs),
     }
 
 

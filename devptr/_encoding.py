@@ -49,4 +49,4 @@ def reload_environment() -> None:
     use_environment(ENV_VAR)
 
 
-__all__ = ["ENV_VAR", "Encoding", "encoding_for", "register_backend", "reload_environment"]
+__all__ = ["BACKENDS", "ENV_VAR", "Encoding", "encoding_for", "register_backend", "reload_environment"]
