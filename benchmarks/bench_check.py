@@ -5,10 +5,10 @@ Usage::
 
     python benchmarks/bench_check.py [--repeat 3] [--jobs 2] [--trees vllm,sglang,lmcache]
 
-vLLM comes from :func:`benchmarks.vllm_tree.vllm_source_tree` (``DEVPTR_VLLM_SRC`` /
-``DEVPTR_VLLM_TREE`` to reuse a copy); sglang and LMCache wheels are fetched with ``pip
-download --no-deps`` into ``$DEVPTR_CACHE_DIR`` (default: ``<tempdir>/devptr-cache``) and
-unzipped there, never into the repository. Printed, as Markdown:
+The trees come from :func:`tools.wheel_sources.source_root` (``DEVPTR_VLLM_SRC`` /
+``DEVPTR_VLLM_TREE`` to reuse a vLLM copy; otherwise each wheel is fetched with ``pip
+download --no-deps`` into ``$DEVPTR_CACHE_DIR``, default ``<tempdir>/devptr-cache``, and
+unzipped there, never into the repository). Printed, as Markdown:
 
 - wall and CPU time of the real CLI (``devptr check PKG --format json``, default rules) in a
   subprocess, and files per CPU-second of a one-process run;
@@ -28,9 +28,7 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,10 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._harness import header
-from benchmarks.vllm_tree import vllm_source_tree
-
-WHEELS = {"sglang": "sglang==0.5.23", "lmcache": "lmcache==0.5.6"}
+from benchmarks import _harness as H
+from tools.wheel_sources import source_root
 
 
 @dataclass(frozen=True)
@@ -190,25 +186,6 @@ REAL_SITES: dict[str, tuple[tuple[str, int, str], ...]] = {
 spelling, and every int64/untyped table built from pointer-named values, read by hand)."""
 
 
-def _cache() -> Path:
-    return Path(os.environ.get("DEVPTR_CACHE_DIR") or Path(tempfile.gettempdir()) / "devptr-cache")
-
-
-def wheel_tree(name: str) -> Path:
-    """The unzipped wheel of ``WHEELS[name]`` (a folder holding the package)."""
-    dest = _cache() / WHEELS[name].replace("==", "-")
-    if not (dest / name).is_dir():
-        dest.mkdir(parents=True, exist_ok=True)
-        wheels = sorted(dest.glob("*.whl"))
-        if not wheels:
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                            WHEELS[name], "-d", str(dest)], check=True)
-            wheels = sorted(dest.glob("*.whl"))
-        with zipfile.ZipFile(wheels[0]) as zf:
-            zf.extractall(dest, [m for m in zf.namelist() if m.endswith(".py")])
-    return dest
-
-
 @dataclass(frozen=True)
 class Run:
     """One ``devptr check`` subprocess: seconds and its JSON report."""
@@ -270,9 +247,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--trees", default="vllm,sglang,lmcache")
     args = parser.parse_args()
-    print(header())
+    print(H.header())
     for name in args.trees.split(","):
-        tree = vllm_source_tree() if name == "vllm" else wheel_tree(name)
+        tree = source_root(name)
         n_files = sum(1 for _ in (tree / name).rglob("*.py"))
         runs = [_run_check(tree, name, args.jobs) for _ in range(args.repeat)]
         walls = [r.wall for r in runs]

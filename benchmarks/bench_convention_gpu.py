@@ -57,54 +57,52 @@ if QUICK:
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import _harness as H  # noqa: E402
+from benchmarks import _workloads as W  # noqa: E402
 from devptr import Encoding, PtrBuffer, SizeBuffer  # noqa: E402
 from devptr.kernels import batch_memcpy  # noqa: E402
 
-KIB = 1024
-MIB = 1024 * 1024
+KIB = W.KIB
+MIB = W.MIB
 
 
 # -- vLLM's kernel, from the wheel's source ------------------------------------------------
-def load_vllm_batch_memcpy(path: Path) -> Any:
-    """vLLM's ``batch_memcpy_kernel``, its source text copied unmodified from ``path`` into a
-    temporary module (Triton needs a file to read the source from)."""
+def load_vllm_kernels(path: Path, names: tuple[str, ...], module: str) -> Any:
+    """A module holding vLLM's Triton functions ``names``, their source text copied unmodified
+    from ``path`` (Triton needs a file to read the source from)."""
     src = path.read_text(encoding="utf-8")
+    lines = src.splitlines()
     tree = ast.parse(src)
-    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "batch_memcpy_kernel")
-    start = min(d.lineno for d in node.decorator_list) - 1
-    lines = src.splitlines()[start : node.end_lineno]
-    text = "import triton\nimport triton.language as tl\n\n\n" + "\n".join(lines) + "\n"
-    folder = Path(tempfile.mkdtemp(prefix="vllm_kernel_"))
-    mod_path = folder / "vllm_batch_memcpy_kernel.py"
+    parts = []
+    for name in names:
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        start = min(d.lineno for d in node.decorator_list) - 1
+        parts.append("\n".join(lines[start : node.end_lineno]))
+    text = "import triton\nimport triton.language as tl\n\n\n" + "\n\n\n".join(parts) + "\n"
+    mod_path = Path(tempfile.mkdtemp(prefix="vllm_kernel_")) / f"{module}.py"
     mod_path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("vllm_batch_memcpy_kernel", mod_path)
+    spec = importlib.util.spec_from_file_location(module, mod_path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.batch_memcpy_kernel
+    return mod
+
+
+def load_vllm_batch_memcpy(path: Path) -> Any:
+    """vLLM's ``batch_memcpy_kernel``, from the wheel's ``mamba_utils.py`` at ``path``."""
+    return load_vllm_kernels(path, ("batch_memcpy_kernel",), "vllm_batch_memcpy_kernel").batch_memcpy_kernel
 
 
 def find_vllm_file(arg: str | None) -> Path:
     if arg:
         return Path(arg)
-    from tools.vllm_ref import vllm_source_root
+    from tools.wheel_sources import vllm_source_root
 
     return vllm_source_root() / "vllm" / "v1" / "worker" / "mamba_utils.py"
 
 
 # -- part 1: same kernel, different table ---------------------------------------------------
-def mamba_batch(
-    device: torch.device, quick: bool
-) -> tuple[list[torch.Tensor], list[torch.Tensor], list[int]]:
-    n, small, big = (4, 48 * KIB, 256 * KIB) if quick else (72, 48 * KIB, 2 * MIB)
-    sizes = [small] * n + [big] * n
-    srcs = [torch.randint(0, 255, (s,), dtype=torch.uint8, device=device) for s in sizes]
-    dsts = [torch.empty(s, dtype=torch.uint8, device=device) for s in sizes]
-    return srcs, dsts, sizes
-
-
 def vllm_way_tables(
     srcs: list[torch.Tensor], dsts: list[torch.Tensor], sizes: list[int], device: torch.device
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -155,7 +153,7 @@ def interleaved_graphs(
 
 
 def same_kernel(vllm_kernel: Any, device: torch.device, quick: bool, rounds: int) -> dict[str, Any]:
-    srcs, dsts, sizes = mamba_batch(device, quick)
+    srcs, dsts, sizes = W.mamba_flat_batch(device, quick)
     n = len(sizes)
     v_src, v_dst, v_sizes = vllm_way_tables(srcs, dsts, sizes, device)
     d_src, d_dst, d_sizes = devptr_tables(srcs, dsts, sizes, device)

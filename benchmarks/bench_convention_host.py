@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks import _harness as H
 from devptr import DevicePtr, PtrBuffer, store
 from devptr.vendor import ptrtable
@@ -68,6 +68,9 @@ def cases() -> dict[str, Callable[[], object]]:
         for i, p in enumerate(ptrs):
             store(i64, i, p)
 
+    def vendor_slice() -> None:
+        ptrtable.store(alias, slice(None), vptrs)
+
     def vendor_store() -> None:
         for i, p in enumerate(vptrs):
             ptrtable.store(alias, i, p)
@@ -81,7 +84,7 @@ def cases() -> dict[str, Callable[[], object]]:
         "devptr: `buf.fill(0, uint64_array)`": lambda: buf.fill(0, arr),
         "devptr: `store(t, i, p)` per entry (torch int64)": devptr_store,
         "vendored ptrtable: `store(alias, i, p)` per entry": vendor_store,
-        "vendored ptrtable: `store(alias, slice(0, N), ptrs)`": lambda: ptrtable.store(alias, slice(None), vptrs),
+        "vendored ptrtable: `store(alias, slice(None), ptrs)`": vendor_slice,
     }
 
 

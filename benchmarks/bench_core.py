@@ -35,17 +35,17 @@ import numpy as np
 import torch
 
 import devptr
-from benchmarks._harness import Timing, header, host, host_interleaved
+from benchmarks import _harness as H
 from devptr import DevicePtr, Encoding, PtrBuffer
 
 N = 10_000
 
 
-def _us(t: Timing) -> float:
+def _us(t: H.Timing) -> float:
     return t.median_ns / 1000
 
 
-def _row(name: str, ours: Timing, base: Timing, target: str) -> str:
+def _row(name: str, ours: H.Timing, base: H.Timing, target: str) -> str:
     ratio = ours.median_ns / base.median_ns
     return f"| {name} | {_us(ours):.2f} | {_us(base):.2f} | {ratio:.3f} | {target} |"
 
@@ -115,8 +115,8 @@ NUMBER = {"fill": 20, "setitem": 20_000, "store1": 20_000, "to_device72": 2_000,
 def cpu_rows() -> list[str]:
     ts = [torch.empty(4) for _ in range(N)]
     cases = devptr_cases(devptr, ts)
-    fill = host(cases["fill"], number=NUMBER["fill"])
-    tensor_ctor = host(
+    fill = H.host(cases["fill"], number=NUMBER["fill"])
+    tensor_ctor = H.host(
         lambda: torch.tensor([t.data_ptr() for t in ts], dtype=torch.uint64), number=NUMBER["fill"]
     )
     i64 = torch.zeros(N, dtype=torch.int64)
@@ -125,20 +125,20 @@ def cpu_rows() -> list[str]:
         for k, t in enumerate(ts):
             i64[k] = t.data_ptr()
 
-    loop = host(setitem_loop, number=1, repeat=3)
+    loop = H.host(setitem_loop, number=1, repeat=3)
     small_t = torch.zeros(64, dtype=torch.int64)
     raw = ts[0].data_ptr()
 
     def torch_set() -> None:
         small_t[5] = raw
 
-    one = host_interleaved({"buf": cases["setitem"], "torch": torch_set}, number=NUMBER["setitem"])
+    one = H.host_interleaved({"buf": cases["setitem"], "torch": torch_set}, number=NUMBER["setitem"])
     idx = np.random.default_rng(0).integers(0, 4096, N).astype(np.int32)
     idx_u = idx.astype(np.uint64)
     b_u, s_u = np.uint64(2**63 + 2**20), np.uint64(2 * 1024 * 1024)
     buf = PtrBuffer(N, pin_memory=False)
     base = DevicePtr(2**63 + 2**20)
-    strided = host_interleaved(
+    strided = H.host_interleaved(
         {
             "u64": cases["strided"],
             "i32": lambda: buf.fill_strided(0, base, idx, 2 * 1024 * 1024),
@@ -180,7 +180,7 @@ def baseline_rows(checkout: Path) -> list[str]:
     for key, label in CASE_NAMES.items():
         # many short interleaved rounds: on a loaded machine the minima see its quiet moments
         number = max(NUMBER[key] // 4, 5)
-        t = host_interleaved({"new": new_cases[key], "old": old_cases[key]}, number=number, repeat=24)
+        t = H.host_interleaved({"new": new_cases[key], "old": old_cases[key]}, number=number, repeat=24)
         new, old = t["new"], t["old"]
         rows.append(
             f"| {label} | {_us(new):.2f} ({new.min_ns / 1000:.2f}) "
@@ -193,7 +193,6 @@ def baseline_rows(checkout: Path) -> list[str]:
 def gpu_rows() -> list[str]:
     if not torch.cuda.is_available():
         return ["(no GPU: to_device comparison not run)"]
-    from benchmarks._harness import cuda_events
 
     n = 72
     dev = torch.device("cuda")
@@ -207,8 +206,8 @@ def gpu_rows() -> list[str]:
         for k, v in enumerate(ptrs):
             table[k] = v
 
-    t_ours = cuda_events(lambda: buf.to_device(n), number=200)
-    t_elem = cuda_events(elementwise, number=20)
+    t_ours = H.cuda_events(lambda: buf.to_device(n), number=200)
+    t_elem = H.cuda_events(elementwise, number=20)
     ok = buf.device(Encoding.I64).tolist() == ptrs
     return [
         "| case (H2D, 72 entries) | devptr to_device (us) | 72 device setitems (us) | ratio |",
@@ -225,7 +224,7 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="a checkout whose core is timed side by side")
     ap.add_argument("--only-baseline", action="store_true", help="skip the issue #2 targets")
     args = ap.parse_args()
-    parts = [f"### torch {torch.__version__}", "", header()]
+    parts = [f"### torch {torch.__version__}", "", H.header()]
     if not args.only_baseline:
         parts += [*cpu_rows(), "", *gpu_rows(), ""]
     if args.baseline is not None:

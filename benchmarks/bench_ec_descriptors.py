@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from benchmarks._harness import command_line, header, host_interleaved
+from benchmarks import _harness as H
 from devptr import DevicePtr, addresses
 from devptr.adapters.ec_connector import DescriptorBufferPool, coalesce_runs
 from devptr.testing import XPU_BASE
@@ -131,7 +131,7 @@ def main() -> None:
     def add_copies() -> None:
         bufs.add_copies(0, s_pre, d_pre, k_pre)
 
-    timings = host_interleaved(
+    timings = H.host_interleaved(
         {
             "alias": numpy_alias,
             "strided": devptr_strided,
@@ -154,7 +154,7 @@ def main() -> None:
     lines = [
         f"## Building descriptors for {n:,} runs (CPU)",
         "",
-        header(command_line()),
+        H.header(H.command_line()),
         "| what | devptr us (min / median) | vLLM numpy-alias re-created us (min / median) "
         "| ratio (min / median) | target |",
         "|---|---|---|---|---|",

@@ -39,8 +39,8 @@ if QUICK:
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks._harness import Timing, command_line, machine_line, on_device, utc_now  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import _harness as H  # noqa: E402
 from devptr import DevicePtr  # noqa: E402
 from devptr.adapters.ec_connector import (  # noqa: E402
     DescriptorBufferPool,
@@ -54,9 +54,9 @@ MiB = 1024 * KiB
 BLOCKS = (64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB)
 
 
-def measure(fn: Callable[[], object], device: torch.device, iters: int) -> Timing:
+def measure(fn: Callable[[], object], device: torch.device, iters: int) -> H.Timing:
     """``iters`` samples of one call (CUDA events on a GPU, the host clock on the CPU)."""
-    return on_device(device, fn, number=1, repeat=iters, warmup=2)
+    return H.on_device(device, fn, number=1, repeat=iters, warmup=2)
 
 
 def run_case(
@@ -165,15 +165,15 @@ def main() -> None:
     pool = DescriptorBufferPool(device)
     rows = [run_case(d, b, total, device, iters, pool, path) for d in ("D2H", "H2D") for b in blocks]
     md = table(rows)
-    print(f"- command: `{command_line()}`\n- machine: {machine_line()}\n- path: {path}\n")
+    print(f"- command: `{H.command_line()}`\n- machine: {H.machine_line()}\n- path: {path}\n")
     print(md)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         doc = {
-            "command": command_line(),
-            "date": utc_now(),
-            "machine": machine_line(),
+            "command": H.command_line(),
+            "date": H.utc_now(),
+            "machine": H.machine_line(),
             "path": path,
             "quick": args.quick,
             "results": rows,

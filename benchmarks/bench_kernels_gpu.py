@@ -39,12 +39,13 @@ from devptr import DevicePtr, PtrBuffer, addresses  # noqa: E402
 from devptr.kernels import SizeBuffer, batch_memcpy  # noqa: E402
 from devptr.kernels import _memcpy as memcpy_mod  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _harness as H  # noqa: E402
-from bench_kernels_baselines import vllm_style_batch_memcpy  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import _harness as H  # noqa: E402
+from benchmarks import _workloads as W  # noqa: E402
+from benchmarks.bench_kernels_baselines import vllm_style_batch_memcpy  # noqa: E402
 
-KiB = 1024
-MiB = 1024 * KiB
+KiB = W.KIB
+MiB = W.MIB
 GiB = 1024 * MiB
 INNER = 10
 REPLAYS = 15
@@ -245,14 +246,14 @@ def run_case(
 def cases(quick: bool) -> list[Case]:
     if quick:
         return [
-            Case("mamba_mixed", [3 * KiB] * 3 + [20 * KiB] * 3),
+            Case("mamba_mixed", W.mamba_segment_sizes(quick=True)),
             Case("4093B_coaligned", [4093] * 4, note="same offset mod 16 in src and dst"),
             Case("4093B_mismatched", [4093] * 4, dst_shift=5, note="src and dst differ mod 16"),
             Case("overlap_1_in_2", [8 * KiB] * 4, src_gap=2 * KiB, overlap_every=2),
             Case("inplace", [3 * KiB] * 3 + [20 * KiB], src_gap=1 * KiB, inplace_shift=1 * KiB),
         ]
     return [
-        Case("mamba_mixed", [48 * KiB] * 72 + [2 * MiB] * 72, note="72 x 48 KiB + 72 x 2 MiB"),
+        Case("mamba_mixed", W.mamba_segment_sizes(quick=False), note="72 x 48 KiB + 72 x 2 MiB"),
         Case("64KiB_x4096", [64 * KiB] * 4096),
         Case("1MiB_x256", [1 * MiB] * 256),
         Case("2MiB_x128", [2 * MiB] * 128),

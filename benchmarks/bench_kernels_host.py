@@ -43,16 +43,14 @@ if QUICK:
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _harness as H  # noqa: E402
-from _floors import numpy_view_floor  # noqa: E402
-
-from devptr import Column, DevicePtr, PtrBuffer, PtrTable  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import _harness as H  # noqa: E402
+from benchmarks import _workloads as W  # noqa: E402
+from benchmarks._floors import numpy_view_floor  # noqa: E402
+from devptr import Column, PtrBuffer, PtrTable  # noqa: E402
 from devptr.adapters.lamport import local_group  # noqa: E402
 from devptr.kernels import SizeBuffer, batch_memcpy, copy_state_blocks, lamport_allreduce  # noqa: E402
 
-LAYERS = 36
-REQS = 2
 KiB = 1024
 
 
@@ -122,25 +120,11 @@ def lamport_rows(dev: torch.device, quick: bool) -> tuple[list[dict[str, Any]], 
     return rows, prof
 
 
-def mamba_batch(dev: torch.device, quick: bool) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """Source and destination views of two requests x 36 layers x (conv 48 KiB, temporal 2 MiB)."""
-    dim, heads = (6144, 64) if not quick else (48, 2)
-    srcs: list[torch.Tensor] = []
-    dsts: list[torch.Tensor] = []
-    for _ in range(LAYERS):
-        conv = torch.empty(6, 4, dim, dtype=torch.float16, device=dev)
-        temporal = torch.empty(6, heads, 128, 128, dtype=torch.float16, device=dev)
-        for r in range(REQS):
-            srcs += [conv[2 * r], temporal[2 * r]]
-            dsts += [conv[2 * r + 1], temporal[2 * r + 1]]
-    return srcs, dsts
-
-
 def memcpy_rows(dev: torch.device, quick: bool) -> tuple[dict[str, Any], dict[str, str]]:
     import devptr.kernels as K
     from devptr.kernels import _runtime
 
-    srcs, dsts = mamba_batch(dev, quick)
+    srcs, dsts = W.mamba_step_views(dev, quick)
     n = len(srcs)
     mirror = dev if dev.type == "cuda" else "cpu"
     pin = dev.type == "cuda"
@@ -229,23 +213,24 @@ def memcpy_rows(dev: torch.device, quick: bool) -> tuple[dict[str, Any], dict[st
 
 
 def state_rows(dev: torch.device, quick: bool) -> tuple[dict[str, Any], str]:
-    tests = Path(__file__).parents[1] / "tests"
-    sys.path[:0] = [str(tests), str(tests / "kernels")]
-    try:
-        from support.state_cases import make_setup
-    except ImportError:  # before the shared test helpers moved to tests/support
-        from _state_cases import make_setup  # type: ignore[no-redef]
+    """``copy_state_blocks`` host cost: 3 small Mamba layers (6 states) in 2 groups, tables
+    built by the spec-decode adapter, 3 requests; the kernel launched directly."""
+    from devptr.adapters.mamba_copy import get_conv_copy_spec, get_temporal_copy_spec
+    from devptr.adapters.mamba_spec_decode import MambaSpecDecodeMetadata
 
-    setup = make_setup(dev, seed=3)
-    mirror = dev if dev.type == "cuda" else None
-    ptrs: PtrBuffer[int] = PtrBuffer(2, device=mirror)
-    ptrs.fill(0, [DevicePtr.of(t) for t in setup.tables])
-    if mirror is not None:
-        ptrs.to_device()
+    states = W.mamba_states(dev, quick=True, blocks=56, layers=3)
+    names = list(states)
+    groups = [names[:2], names[2:]]
+    funcs = {n: (get_conv_copy_spec, get_temporal_copy_spec) for n in names}
+    g = torch.Generator().manual_seed(3)
+    tables = [torch.randperm(56, generator=g)[:48].reshape(6, 8).to(torch.int32).to(dev) for _ in groups]
+    meta = MambaSpecDecodeMetadata.create(6, groups, funcs, dev, mamba_group_ids=[0, 1])
+    meta.initialize_from_forward_context(groups, states, funcs, tables)
     cols = [torch.tensor(v, dtype=torch.int32, device=dev) for v in ([0, 1, 3], [5, 6, 3], [0, 2, 1])]
 
     def fn() -> None:
-        copy_state_blocks(setup.bases, setup.meta, ptrs, setup.tables[0].stride(0), *cols, 3)
+        copy_state_blocks(meta.state_base_addrs, meta.state_meta, meta.block_table_ptrs,
+                          meta.block_table_stride_req, *cols, 3)
 
     t = host_synced(fn, number=50 if not quick else 1, repeat=15 if not quick else 2, dev=dev)
     return {"host": t.summary()}, profile(fn, 1000 if not quick else 2)

@@ -48,8 +48,8 @@ import torch
 import triton
 import triton.language as tl
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _harness as H
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import _harness as H
 
 SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20]
 EAGER_CALLS = 50

@@ -33,16 +33,16 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 QUICK = "--quick" in sys.argv
 if QUICK:
     import os
 
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import _harness as H  # noqa: E402
-from _floors import numpy_view_floor  # noqa: E402
-
+from benchmarks import _harness as H  # noqa: E402
+from benchmarks import _workloads as W  # noqa: E402
+from benchmarks._floors import numpy_view_floor  # noqa: E402
 from devptr.adapters.mamba_copy import (  # noqa: E402
     MambaCopyBuffers,
     collect_mamba_copy_meta,
@@ -51,20 +51,12 @@ from devptr.adapters.mamba_copy import (  # noqa: E402
     get_temporal_copy_spec,
 )
 
-LAYERS = 36
-REQS = 2
-BLOCKS = 6
-
 
 def model(device: torch.device, quick: bool) -> tuple[list[list[str]], dict[str, Any], dict[str, Any]]:
-    dim, heads = (6144, 64) if not quick else (48, 2)
-    groups = [[f"layer.{k}" for k in range(LAYERS)]]
+    """The Mamba step's model (:mod:`benchmarks._workloads`): one group, random states."""
+    groups = [W.mamba_layers()]
     funcs = {name: (get_conv_copy_spec, get_temporal_copy_spec) for name in groups[0]}
-    ctx: dict[str, Any] = {}
-    for name in groups[0]:
-        conv = torch.randn(BLOCKS, 4, dim, dtype=torch.float16, device=device)  # 48 KiB a block
-        temporal = torch.randn(BLOCKS, heads, 128, 128, dtype=torch.float16, device=device)  # 2 MiB
-        ctx[name] = [conv, temporal]
+    ctx: dict[str, Any] = dict(W.mamba_states(device, quick, random=True))
     return groups, funcs, ctx
 
 
@@ -111,7 +103,7 @@ def vllm_collect(bufs: VllmBuffers, offset: int, groups, ctx, block_ids, src, de
 
 
 def requests() -> list[tuple[list[list[int]], int, int, int]]:
-    return [([[0, 1, 2, 3]], 0, 1, 1), ([[4, 5, 2, 1]], 0, 1, 0)][:REQS]
+    return [([[0, 1, 2, 3]], 0, 1, 1), ([[4, 5, 2, 1]], 0, 1, 0)][: W.REQS]
 
 
 def vllm_views(groups, ctx, reqs) -> tuple[list[torch.Tensor], list[torch.Tensor]]:  # type: ignore[no-untyped-def]
@@ -151,7 +143,7 @@ def main() -> None:
     number = 20 if not args.quick else 2
     repeat = args.repeat or (15 if not args.quick else 3)
     groups, funcs, ctx = model(device, args.quick or device.type == "cpu")  # host work: any size
-    cap = 8 * 2 * LAYERS
+    cap = 8 * 2 * W.LAYERS
     vb = VllmBuffers(cap, device)
     db = MambaCopyBuffers.create(8, groups, funcs, device=device)
     upload = adapter_upload(db)
@@ -195,7 +187,7 @@ def main() -> None:
     res["vllm_over_floor"] = H.paired_ratios(times["vllm_way"], times["numpy_floor"]).median_ns
     # end to end on a GPU: tables + copies of the state bytes
     if device.type == "cuda":
-        from bench_kernels_baselines import vllm_style_batch_memcpy
+        from benchmarks.bench_kernels_baselines import vllm_style_batch_memcpy
 
         def vllm_e2e() -> None:
             vllm_way()

@@ -26,52 +26,28 @@ import ast
 import datetime as dt
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks._harness import machine_line
+from benchmarks import _harness as H
 from devptr.lint.checker import FileResult, check_paths
 from devptr.lint.rules import Rule
 from devptr.migrate import Outcome, collect_files, iter_outcomes
 from devptr.migrate._runner import parse_rules
+from tools.wheel_sources import source_root
 
 RESULTS = Path(__file__).parent / "results" / "migrate.md"
 REVIEW_MARK = "<!-- review: hand-written below this line; the benchmark keeps it -->"
 TODO_MARK = "# TODO[devptr]:"
-WHEELS = {"sglang": ("sglang", "0.5.23"), "lmcache": ("lmcache", "0.5.6")}
-
-
-def _cache() -> Path:
-    base = os.environ.get("DEVPTR_CACHE_DIR") or os.path.join(tempfile.gettempdir(), "devptr-cache")
-    return Path(base)
 
 
 def tree_root(name: str) -> Path:
     """The folder holding the package ``name`` of the tree (downloaded on first use)."""
-    if name == "vllm":
-        from benchmarks.vllm_tree import vllm_source_tree
-
-        return vllm_source_tree() / "vllm"
-    dist, version = WHEELS[name]
-    dest = _cache() / f"{dist}-{version}"
-    if not (dest / name / "__init__.py").is_file():
-        with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                 f"{dist}=={version}", "-d", tmp],
-                check=True,
-            )
-            wheel = next(Path(tmp).glob("*.whl"))
-            with zipfile.ZipFile(wheel) as zf:
-                members = [m for m in zf.namelist() if m.startswith(f"{name}/") and m.endswith(".py")]
-                zf.extractall(dest, members)
-    return dest / name
+    return source_root(name) / name
 
 
 def _todo_marked(lines: list[str], spans: list[tuple[int, int]], line: int, rule: str) -> bool:
@@ -232,7 +208,7 @@ def render(runs: dict[str, dict[str, Result]], args: argparse.Namespace) -> str:
         "# `devptr migrate` on vLLM 0.33.0, sglang 0.5.23 and LMCache 0.5.6",
         "",
         f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {machine_line()}",
+        f"- machine: {H.machine_line()}",
         f"- command: `python -m benchmarks.bench_migrate --trees {args.trees}"
         + (f" --single-job {','.join(single)}" if single else "") + "` (in-process "
         "equivalent of `devptr migrate <tree>` on a temporary copy, every core unless said)",

@@ -30,9 +30,8 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _harness as H
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import _harness as H
 from devptr.adapters.lamport import local_group
 from devptr.kernels import _launch
 from devptr.kernels import lamport as L

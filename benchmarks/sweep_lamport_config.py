@@ -18,9 +18,8 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import _harness as H
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks import _harness as H
 from devptr.testing import spawn
 
 SIZES = (4096, 16384, 65536)

@@ -15,7 +15,7 @@ from devptr._errors import LengthMismatchError, PtrTypeError, describe
 from devptr._ptr import DevicePtr
 from devptr._storage import Storage, as_readonly
 from devptr._strided import strided_addresses
-from devptr._table_base import AddressTable
+from devptr._table_base import AddressTable, guarded
 
 CapT = TypeVar("CapT", bound=int, default=int)
 """The capacity as a type (``PtrBuffer[Literal[72]]``); plain ``PtrBuffer`` means any."""
@@ -64,8 +64,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self._attach(st, st.rows)
 
     def _attach(self, storage: Storage, n: int) -> None:
-        self._st = storage
-        self._n = n
+        super()._attach(storage, n)
         self._np: U64Array = storage.np[:n]
 
     @staticmethod
@@ -82,6 +81,12 @@ class PtrBuffer(AddressTable, Generic[CapT]):
     def __getitem__(self, i: slice) -> list[DevicePtr]: ...
 
     def __getitem__(self, i: int | slice) -> DevicePtr | list[DevicePtr]:
+        if type(i) is int and self._guard is None and self._st is not None and 0 <= i < self._n:
+            return DevicePtr(int(self._np[i]))
+        return self._get(i)
+
+    @guarded
+    def _get(self, i: int | slice) -> DevicePtr | list[DevicePtr]:
         self._live()
         if isinstance(i, slice):
             start, stop = self._slice(i)
@@ -90,12 +95,31 @@ class PtrBuffer(AddressTable, Generic[CapT]):
 
     def __setitem__(self, i: int | slice, value: DevicePtr | Addresses) -> None:
         st = self._st
-        if type(value) is DevicePtr and type(i) is int and 0 <= i < self._n and st is not None:
+        if (
+            type(value) is DevicePtr
+            and type(i) is int
+            and 0 <= i < self._n
+            and st is not None
+            and self._guard is None
+        ):
             if st._event is not None:
                 st.wait_host()
             self._np[i] = value.addr
             return
-        self._live()
+        g = self._guard
+        if g is not None and type(value) is DevicePtr and type(i) is int:
+            with g:  # a pooled handle: the same fast write, while the handle is held
+                st = self._st
+                if st is not None and 0 <= i < self._n:
+                    if st._event is not None:
+                        st.wait_host()
+                    self._np[i] = value.addr
+                    return
+        self._set(i, value)
+
+    @guarded
+    def _set(self, i: int | slice, value: DevicePtr | Addresses) -> None:
+        st = self._live()
         if isinstance(i, slice):
             start, stop = self._slice(i)
             arr = ptr_array(value, "value")
@@ -105,13 +129,18 @@ class PtrBuffer(AddressTable, Generic[CapT]):
                 )
             self.fill(start, arr)
             return
-        self._index(i)
+        k = self._index(i)
+        if type(value) is DevicePtr:
+            st.wait_host()
+            self._np[k] = value.addr
+            return
         raise PtrTypeError(
             f"PtrBuffer entries are DevicePtr (got {describe(value)}); "
             "wrap raw addresses with DevicePtr(x) or DevicePtr.of(tensor)"
         )
 
     # -- bulk writes ------------------------------------------------------------------
+    @guarded
     def fill(self, start: int, ptrs: Addresses) -> int:
         """Write addresses from index ``start``; return the index after the last one.
 
@@ -128,6 +157,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self._np[first : first + n] = arr
         return first + n
 
+    @guarded
     def fill_strided(
         self,
         start: int,
@@ -158,6 +188,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self._np[first:end] = res
         return end
 
+    @guarded
     def clear(self) -> None:
         """Set every entry to the null address."""
         st = self._live()
@@ -165,6 +196,7 @@ class PtrBuffer(AddressTable, Generic[CapT]):
         self._np[:] = 0
 
     # -- views (host/device/to_device: AddressTable) --------------------------------------
+    @guarded
     def numpy(self) -> U64Array:
         """A read-only uint64 numpy view of the host entries (zero-copy)."""
         self._live()

@@ -23,7 +23,7 @@ from devptr._errors import (
     PtrTypeError,
     describe,
 )
-from devptr._ptr import ADDR_LIMIT, SIGN_BIT, DevicePtr, SupportsDataPtr, storage_extent
+from devptr._ptr import ADDR_LIMIT, SIGN_BIT, DevicePtr, SupportsDataPtr, note_extent
 
 U64 = np.dtype(np.uint64)
 U64Array = npt.NDArray[np.uint64]
@@ -155,15 +155,10 @@ def _from_data_ptrs(items: Sequence[object], where: str) -> U64Array:
 
 
 def _record_extents(items: Sequence[object], addrs: U64Array) -> None:
+    if not _checked.is_enabled():  # on in another thread only
+        return
     for o, a in zip(items, addrs.tolist(), strict=True):
-        extent = storage_extent(o)
-        if extent is not None:
-            _checked.record(a, *extent)
-
-
-def ptr_list(values: object, where: str = "ptrs") -> list[DevicePtr]:
-    """Like :func:`ptr_array`, as DevicePtrs."""
-    return [DevicePtr(a) for a in ptr_array(values, where).tolist()]
+        note_extent(a, o)
 
 
 _max = np.maximum.reduce

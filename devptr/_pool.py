@@ -25,9 +25,15 @@ class PtrBufferPool:
     zeroed: a buffer never shows an address of a previous holder (reused storage is
     cleared on acquire: a memset of the ``n`` entries, plus one of the device mirror).
     ``release(buf)`` invalidates the handle: every later use of it (indexing, fills,
-    views, a second release) raises :class:`StaleBufferError`, also once its storage
-    serves a new holder. Tensors and arrays taken from a handle are plain views, valid
-    only while the handle is held. Thread-safe.
+    views, a second release, ``len()``) raises :class:`StaleBufferError`, also once its
+    storage serves a new holder. Tensors and arrays taken from a handle are plain views,
+    valid only while the handle is held.
+
+    Thread-safe: ``max_buffers`` holds under concurrent ``acquire``; a handle's calls and
+    its ``release`` exclude each other (a fill racing ``release()`` in another thread
+    either completes first or raises :class:`StaleBufferError`, never writes into the
+    next holder's storage). A pooled handle cannot be copied (``copy.copy``,
+    ``copy.deepcopy``) or pickled: :class:`PtrTypeError`.
 
     Parameters
     ----------
@@ -54,6 +60,7 @@ class PtrBufferPool:
         self._lock = threading.Lock()
         self._free: list[Storage] = []
         self._held: dict[int, tuple[TableBase, Storage]] = {}
+        self._pending = 0  # acquires between their capacity check and their hand-out
         self.allocated = 0
         """Number of storages allocated so far."""
 
@@ -75,33 +82,51 @@ class PtrBufferPool:
         handle with :meth:`release_handle`.
         """
         rows = index_value(rows, "n", None)
-        with self._lock:
-            if self._max is not None and len(self._held) >= self._max:
+        with self._lock:  # the slot is counted before the lock is let go: max_buffers holds
+            if self._max is not None and len(self._held) + self._pending >= self._max:
                 raise CapacityError(f"pool holds its maximum of {self._max} buffers")
+            self._pending += 1
             storage = None
             for k in range(len(self._free) - 1, -1, -1):
                 if self._free[k].rows >= rows:
                     storage = self._free.pop(k)
                     break
-        if storage is None:
-            storage = Storage(max(rows, self._min), device=self._device, pin_memory=self._pin)
+        try:
+            if storage is None:
+                storage = Storage(max(rows, self._min), device=self._device, pin_memory=self._pin)
+                with self._lock:
+                    self.allocated += 1
+            else:
+                storage.clear(rows)  # no address of the previous holder
+            handle = make(storage)
+            handle._guard = threading.RLock()  # shared with release_handle: see guarded()
+        except BaseException:
             with self._lock:
-                self.allocated += 1
-        else:
-            storage.clear(rows)  # no address of the previous holder
-        handle = make(storage)
+                self._pending -= 1
+                if storage is not None:
+                    self._free.append(storage)
+            raise
         with self._lock:
+            self._pending -= 1
             self._held[id(handle)] = (handle, storage)
         return handle
 
     def release_handle(self, handle: TableBase) -> None:
         """Return a handle's storage to the pool and invalidate the handle (every later use
         raises :class:`StaleBufferError`); a handle this pool did not hand out, or one
-        already released, is a :class:`StaleBufferError`."""
-        with self._lock:
+        already released, is a :class:`StaleBufferError`.
+
+        Waits for a call in progress on the handle in another thread (a fill, a view, a
+        copy to the device) to finish first, so that call never writes into the storage
+        once it serves a new holder.
+        """
+        guard = handle._guard if isinstance(handle, TableBase) else None
+        if guard is None:
+            raise StaleBufferError(f"{describe(handle)} was not acquired from this pool")
+        with guard, self._lock:
             entry = self._held.get(id(handle))
             if entry is None or entry[0] is not handle:
-                if isinstance(handle, TableBase) and handle._st is None:
+                if handle._st is None:
                     raise StaleBufferError(f"this {type(handle).__name__} was already released")
                 raise StaleBufferError(f"{describe(handle)} was not acquired from this pool")
             del self._held[id(handle)]

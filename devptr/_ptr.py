@@ -20,14 +20,29 @@ from devptr.vendor.ptrtable import (
 )
 
 
-def storage_extent(obj: object) -> tuple[int, int] | None:
-    """The unsigned byte range of the storage behind ``obj``, when it can be found."""
+def _storage_span(obj: object) -> tuple[object, int, int] | None:
+    """``(storage, start, end)`` of the storage behind ``obj``, when it has one."""
     get_storage = getattr(obj, "untyped_storage", None)
     if get_storage is None:
         return None
     storage = get_storage()
     start = unsigned_address(storage.data_ptr())
-    return start, start + int(storage.nbytes())
+    nbytes = storage.nbytes
+    size = nbytes() if callable(nbytes) else nbytes  # test fakes hold it as an attribute
+    return storage, start, start + check_int(size, "storage nbytes")
+
+
+def storage_extent(obj: object) -> tuple[int, int] | None:
+    """The unsigned byte range of the storage behind ``obj``, when it can be found."""
+    span = _storage_span(obj)
+    return None if span is None else span[1:]
+
+
+def note_extent(addr: int, obj: object) -> None:
+    """Checked mode: remember the storage behind ``obj`` for ``addr`` while it lives."""
+    span = _storage_span(obj)
+    if span is not None:
+        _checked.record(addr, span[1], span[2], span[0])
 
 
 def extent_of(ptr: DevicePtr) -> tuple[int, int] | None:
@@ -45,15 +60,14 @@ def extent_of(ptr: DevicePtr) -> tuple[int, int] | None:
     return _checked.extents_get(ptr.addr)
 
 
-def _remember_extent(obj: object, addr: int) -> None:
-    """``DevicePtr.of``'s hook: in checked mode, record the storage ``addr`` points into."""
-    if _checked.ENABLED:
-        extent = storage_extent(obj)
-        if extent is not None:
-            _checked.record(addr, *extent)
+def _taken(obj: object, addr: int) -> None:
+    """The vendorable module's ``taken`` hook (``DevicePtr.of`` and ``store`` call it for
+    each ``data_ptr()`` they read): in checked mode, remember the storage ``addr`` is in."""
+    if _checked.ENABLED and _checked.is_enabled():
+        note_extent(addr, obj)
 
 
-ptrtable.taken = _remember_extent
+ptrtable.taken = _taken
 
 __all__ = [
     "ADDR_LIMIT",
@@ -62,6 +76,7 @@ __all__ = [
     "SupportsDataPtr",
     "check_int",
     "extent_of",
+    "note_extent",
     "storage_extent",
     "unsigned_address",
 ]

@@ -11,7 +11,7 @@ import torch
 from devptr._convert import uint_array, uint_value
 from devptr._ptr import SIGN_BIT
 from devptr._storage import Storage, as_readonly
-from devptr._table_base import TableBase
+from devptr._table_base import TableBase, guarded
 
 I64Array = npt.NDArray[np.int64]
 SizeValues = Sequence[int] | npt.NDArray[np.integer] | torch.Tensor
@@ -58,12 +58,17 @@ class SizeBuffer(TableBase):
     ) -> None:
         st = Storage(capacity, device=device, pin_memory=pin_memory)
         self._attach(st, st.rows)
-        self._np: I64Array = st.np.view(np.int64)
 
+    def _attach(self, storage: Storage, n: int) -> None:
+        super()._attach(storage, n)
+        self._np: I64Array = storage.np[:n].view(np.int64)
+
+    @guarded
     def __getitem__(self, i: int) -> int:
         self._live()
         return int(self._np[self._index(i)])
 
+    @guarded
     def __setitem__(self, i: int, value: int) -> None:
         st = self._live()
         k = self._index(i)
@@ -71,6 +76,7 @@ class SizeBuffer(TableBase):
         st.wait_host()
         self._np[k] = value
 
+    @guarded
     def fill(self, start: int, sizes: SizeValues) -> int:
         """Write byte counts from ``start``; return the index after the last one.
 
@@ -85,6 +91,7 @@ class SizeBuffer(TableBase):
         self._np[first:end] = arr
         return end
 
+    @guarded
     def writable(self) -> I64Array:
         """The host entries as a writable int64 array (zero-copy; no validation).
 
@@ -94,6 +101,7 @@ class SizeBuffer(TableBase):
         self._live().wait_host()
         return self._np
 
+    @guarded
     def numpy(self) -> I64Array:
         """A read-only int64 view of the host entries (zero-copy)."""
         self._live()

@@ -15,7 +15,7 @@ import numpy.typing as npt
 import torch
 
 from devptr._convert import U64Array, index_value
-from devptr._errors import PtrTypeError, StateError, describe
+from devptr._errors import PtrTypeError, StateError, UnknownBackendError, describe
 
 ScalarT = TypeVar("ScalarT", bound=np.generic)
 
@@ -41,17 +41,31 @@ def current_device() -> torch.device:
     return torch.device("cpu")
 
 
-def resolve_device(device: str | torch.device) -> torch.device:
+def resolve_device(device: object) -> torch.device:
     """``device`` as a torch.device; a bare ``"cuda"`` gets the current CUDA index.
 
-    The one place devptr turns a user's device argument into a device: a value torch does
-    not parse is a :class:`PtrTypeError`; a device whose driver or runtime torch cannot
-    reach is a :class:`StateError` (a RuntimeError), never torch's own exception.
+    The one place devptr turns a user's device argument into a device (tables, pools,
+    :func:`~devptr.ptr_tensor`, the adapters, ``devptr selftest``). A device is a
+    :class:`torch.device` or a name such as ``"cuda:0"``; anything else, an int index
+    included (``torch.device(0)`` means an accelerator on CUDA builds and fails on CPU
+    ones), is a :class:`PtrTypeError`; a name torch does not know (``"gpu"``) is an
+    :class:`UnknownBackendError`; a bare ``"cuda"`` without a CUDA runtime is a
+    :class:`StateError` (a RuntimeError), never torch's own exception.
     """
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as exc:
-        raise PtrTypeError(f"device must be a torch device (got {describe(device)}): {exc}") from None
+    if isinstance(device, torch.device):
+        dev = device
+    elif isinstance(device, str):
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise UnknownBackendError(
+                f"unknown device {device!r}: expected a torch device such as 'cpu', 'cuda:0' or "
+                f"'xpu:0' ({_first_line(exc)})"
+            ) from None
+    else:
+        raise PtrTypeError(
+            f"device must be a torch.device or a device name such as 'cuda:0' (got {describe(device)})"
+        )
     if dev.type == "cuda" and dev.index is None:
         try:
             dev = torch.device("cuda", torch.cuda.current_device())
@@ -60,25 +74,59 @@ def resolve_device(device: str | torch.device) -> torch.device:
     return dev
 
 
+def reachable_device(device: object) -> torch.device:
+    """:func:`resolve_device`, then check that torch can allocate there (one byte).
+
+    For callers that must fail before they start (``devptr selftest``, the Lamport
+    workspace): a device whose driver, build or index is missing is a :class:`StateError`.
+    """
+    dev = resolve_device(device)
+    if dev.type != "cpu":
+        try:
+            torch.empty(1, dtype=torch.uint8, device=dev)
+        except Exception as exc:  # torch raises AssertionError, RuntimeError, NotImplementedError...
+            raise device_unavailable(dev, exc) from None
+    return dev
+
+
 def device_unavailable(dev: torch.device | str, exc: BaseException) -> StateError:
     """The StateError for a device torch cannot reach (its driver or build is missing)."""
-    first = (str(exc).splitlines() or [""])[0]
-    return StateError(f"device {str(dev)!r} is not available ({type(exc).__name__}: {first})")
+    return StateError(f"device {str(dev)!r} is not available ({_first_line(exc)})")
+
+
+def _first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+
+
+def allocation_failed(shape: tuple[int, ...], where: str, exc: BaseException) -> StateError:
+    """The StateError for memory torch could not allocate (too large, or none left)."""
+    words = 1
+    for d in shape:
+        words *= d
+    return StateError(
+        f"could not allocate {where} memory for {' x '.join(map(str, shape))} 64-bit words "
+        f"({words * 8} bytes): {_first_line(exc)}"
+    )
+
+
+def _zeros(shape: tuple[int, ...], where: str, pin_memory: bool = False) -> torch.Tensor:
+    try:
+        return torch.zeros(shape, dtype=torch.uint64, pin_memory=pin_memory)
+    except (RuntimeError, TypeError, OverflowError) as exc:  # MemoryError-like: too large
+        raise allocation_failed(shape, where, exc) from None
 
 
 def _alloc_host(shape: tuple[int, ...], pin_memory: bool | None) -> tuple[torch.Tensor, bool]:
     if pin_memory is None:
         pin_memory = accelerator_available()
     if not pin_memory:
-        return torch.zeros(shape, dtype=torch.uint64), False
-    try:
-        return torch.zeros(shape, dtype=torch.uint64, pin_memory=True), True
-    except RuntimeError as exc:
+        return _zeros(shape, "host"), False
+    if not accelerator_available():
         raise StateError(
-            "pinned host memory needs an accelerator, and torch found none "
-            f"({exc.__class__.__name__}: {str(exc).splitlines()[0]}); "
+            "pinned host memory needs an accelerator, and torch found none; "
             "pass pin_memory=None to pin only when possible, or pin_memory=False"
-        ) from None
+        )
+    return _zeros(shape, "pinned host", pin_memory=True), True
 
 
 class Storage:
@@ -110,9 +158,26 @@ class Storage:
             dev = resolve_device(device)
             try:
                 self.mirror = torch.zeros(shape, dtype=torch.uint64, device=dev)
+            except torch.OutOfMemoryError as exc:
+                raise allocation_failed(shape, f"{dev} device", exc) from None
             except (RuntimeError, AssertionError) as exc:
                 raise device_unavailable(dev, exc) from None
             self.device = dev
+
+    def clone(self) -> Storage:
+        """A new storage of the same shape, device and pinning holding a copy of this one."""
+        self.wait_host()
+        new = object.__new__(Storage)
+        new.rows = self.rows
+        new.host = self.host.clone()
+        if self.pinned:
+            new.host = new.host.pin_memory()
+        new.pinned = self.pinned
+        new.np = new.host.numpy()
+        new.device = self.device
+        new.mirror = None if self.mirror is None else self.mirror.clone()
+        new._event = new._event_obj = None
+        return new
 
     def clear(self, rows: int) -> None:
         """Zero the first ``rows`` rows, host and device mirror (a pool hands storage over)."""

@@ -18,7 +18,7 @@ from devptr._errors import (
 )
 from devptr._ptr import SIGN_BIT, DevicePtr
 from devptr._storage import Storage, as_readonly
-from devptr._table_base import AddressTable
+from devptr._table_base import AddressTable, guarded
 
 
 class Column(enum.Enum):
@@ -98,6 +98,8 @@ class PtrTable(AddressTable):
         kind = self._cols[name]
         if kind is Column.PTR:
             return ptr_array(values, f"column {name!r}")
+        if isinstance(values, (list, tuple)) and not values:
+            return np.empty(0, dtype=U64)  # an empty batch: np.asarray([]) would be float64
         arr = np.asarray(values)
         if arr.dtype == object or arr.dtype.kind not in "iu" or arr.ndim != 1:
             raise PtrTypeError(
@@ -109,7 +111,8 @@ class PtrTable(AddressTable):
             )
         return (arr if arr.dtype == np.int64 else arr.astype(np.int64)).view(U64)
 
-    def fill(self, start: int, **columns: Addresses | IntValues) -> int:
+    @guarded
+    def fill(self, /, start: int, **columns: Addresses | IntValues) -> int:
         """Write records from ``start``; every column must be given, all of one length.
 
         Pointer columns take DevicePtrs, tensors or uint64 arrays; INT columns take 1-D
@@ -134,7 +137,12 @@ class PtrTable(AddressTable):
             st.np[first : first + count, self._pos[n]] = v
         return first + int(count)
 
+    @guarded
     def __setitem__(self, row: int, record: Mapping[str, DevicePtr | int]) -> None:
+        if not isinstance(record, Mapping):
+            raise PtrTypeError(
+                f"a PtrTable row takes a mapping of column names to values (got {describe(record)})"
+            )
         self._index(row, "row")
         wrapped: dict[str, Addresses | IntValues] = {}
         for n, v in record.items():
@@ -150,6 +158,7 @@ class PtrTable(AddressTable):
                 wrapped[n] = [v]
         self.fill(row, **wrapped)
 
+    @guarded
     def __getitem__(self, row: int) -> dict[str, DevicePtr | int]:
         words = self._live().np[self._index(row, "row")].tolist()
         out: dict[str, DevicePtr | int] = {}
@@ -158,6 +167,7 @@ class PtrTable(AddressTable):
             out[n] = DevicePtr(w) if kind is Column.PTR else (w - (1 << 64) if w >= SIGN_BIT else w)
         return out
 
+    @guarded
     def column(self, name: str) -> U64Array | npt.NDArray[np.int64]:
         """Read-only view of one column: uint64 for PTR, int64 for INT (zero-copy)."""
         col = self._live().np[:, self.column_index(name)]
@@ -165,6 +175,7 @@ class PtrTable(AddressTable):
             return as_readonly(col)
         return as_readonly(col.view(np.int64))
 
+    @guarded
     def numpy(self) -> U64Array:
         """Read-only uint64 view of the whole ``[capacity, ncols]`` host table."""
         return as_readonly(self._live().np)

@@ -13,12 +13,52 @@ and the EC connector's ``DescriptorBuffers``.
 
 from __future__ import annotations
 
+import copy
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+import numpy as np
 import torch
 
 from devptr._convert import index_value
 from devptr._encoding import Encoding, encoding_for
 from devptr._errors import CapacityError, PtrTypeError, StaleBufferError, StateError, describe
 from devptr._storage import Storage, check_encoding_arg
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T", bound="TableBase")
+
+
+def guarded(method: Callable[Concatenate[T, P], R]) -> Callable[Concatenate[T, P], R]:
+    """Run ``method`` holding the handle's guard when a pool handed it out.
+
+    A pooled handle's guard is also taken by :meth:`PtrBufferPool.release_handle`, so a
+    call's stale-handle check, validation and write happen while the storage is still
+    this handle's: a write racing ``release()`` from another thread either completes
+    before the release or raises :class:`StaleBufferError`, never lands in the next
+    holder's storage. Tables not from a pool have no guard and pay one attribute read.
+    """
+
+    @functools.wraps(method)
+    def run(self: T, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        g = self._guard
+        if g is None:
+            return method(self, *args, **kwargs)
+        with g:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+def copy_refused(table: object) -> PtrTypeError:
+    """The error for copying a pooled handle (``copy.copy``, ``copy.deepcopy``)."""
+    return PtrTypeError(
+        f"a pooled {type(table).__name__} cannot be copied: a copy would outlive the handle's "
+        "release and write into the next holder's storage; copy its entries into a new table"
+    )
 
 
 class TableBase:
@@ -29,14 +69,17 @@ class TableBase:
     handle (``_st`` is None) every method raises :class:`StaleBufferError`.
     """
 
-    __slots__ = ("__weakref__", "_n", "_st")
+    __slots__ = ("__weakref__", "_guard", "_n", "_st")
 
     _st: Storage | None
     _n: int
+    _guard: threading.RLock | None
+    """Set by a pool on the handles it hands out (see :func:`guarded`); None otherwise."""
 
     def _attach(self, storage: Storage, n: int) -> None:
         self._st = storage
         self._n = n
+        self._guard = None
 
     def _live(self) -> Storage:
         st = self._st
@@ -46,6 +89,39 @@ class TableBase:
             )
         return st
 
+    # -- copies: a pooled handle is never duplicated; tables never pickle -----------------
+    def __copy__(self: T) -> T:
+        """A second handle over the same storage (tables not from a pool only)."""
+        if self._guard is not None:
+            raise copy_refused(self)
+        new = object.__new__(type(self))
+        for name in _slot_names(type(self)):
+            if name != "__weakref__" and hasattr(self, name):
+                setattr(new, name, getattr(self, name))
+        return new
+
+    def __deepcopy__(self: T, memo: dict[int, Any]) -> T:
+        """A new table with its own storage holding a copy of the entries (and mirror)."""
+        if self._guard is not None:
+            raise copy_refused(self)
+        st = self._live()
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for name in _slot_names(type(self)):
+            if name not in _STORAGE_SLOTS and hasattr(self, name):
+                value = getattr(self, name)
+                if not isinstance(value, np.ndarray):  # views of the storage: _attach remakes them
+                    setattr(new, name, copy.deepcopy(value, memo))
+        new._attach(st.clone(), self._n)
+        return new
+
+    def __reduce_ex__(self, protocol: object) -> Any:
+        raise PtrTypeError(
+            f"a {type(self).__name__} cannot be pickled: the device addresses it holds are valid "
+            "only in the process that took them; send its entries (numpy()) and build a table "
+            "where they are used"
+        )
+
     # -- size and placement -----------------------------------------------------------
     @property
     def capacity(self) -> int:
@@ -53,6 +129,8 @@ class TableBase:
         return self._n
 
     def __len__(self) -> int:
+        if self._st is None:
+            self._live()
         return self._n
 
     @property
@@ -67,9 +145,13 @@ class TableBase:
 
     # -- checks (one place: indices are 0 <= i < capacity, ranges within [0, capacity]) --
     def _index(self, i: object, what: str = "index") -> int:
-        """An entry index ``0 <= i < capacity``; never negative (a -1 is a bug, not "last")."""
+        """An entry index ``0 <= i < capacity``; never negative (a -1 is a bug, not "last").
+
+        A Python int or a numpy integer (not a bool)."""
         if type(i) is int and 0 <= i < self._n:
             return i
+        if type(i) is not int and isinstance(i, np.integer):
+            return self._index(int(i), what)
         if type(i) is int:
             raise CapacityError(f"{what} {i} out of range for capacity {self._n}")
         raise PtrTypeError(f"{what} must be an int (got {describe(i)})")
@@ -101,10 +183,12 @@ class TableBase:
         """``n`` rows (None: all) for views and copies, within ``[0, capacity]``."""
         return self._n if n is None else index_value(n, "n", self._n)
 
-    # -- views and the one copy ---------------------------------------------------------
+    # -- views and the one copy (guarded: a view or copy is taken while the handle is held) --
+    @guarded
     def _host(self, dtype: torch.dtype) -> torch.Tensor:
         return self._live().host[: self._n].view(dtype)
 
+    @guarded
     def _mirror(self, dtype: torch.dtype) -> torch.Tensor:
         st = self._live()
         if st.mirror is None:
@@ -113,6 +197,7 @@ class TableBase:
             )
         return st.mirror[: self._n].view(dtype)
 
+    @guarded
     def _copy(self, n: object, non_blocking: bool) -> int:
         """Copy the first ``n`` rows (None: all) to the mirror; return how many."""
         st = self._live()
@@ -127,6 +212,18 @@ class TableBase:
             return f"{name}(<released>)"
         dev = str(st.device) if st.device is not None else None
         return f"{name}(capacity={self._n}, device={dev}, pinned={st.pinned})"
+
+
+_STORAGE_SLOTS = frozenset({"__weakref__", "_guard", "_n", "_st"})
+
+
+def _slot_names(cls: type) -> list[str]:
+    """Every ``__slots__`` name of ``cls`` and its bases."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else list(slots)
+    return names
 
 
 class AddressTable(TableBase):
@@ -164,5 +261,8 @@ class AddressTable(TableBase):
         asynchronous; the next host write through this table waits for it.
         """
         dtype = self._encoding(encoding).torch_dtype
-        count = self._copy(n, non_blocking)
-        return self._mirror(dtype)[:count]
+        g = self._guard
+        if g is None:
+            return self._mirror(dtype)[: self._copy(n, non_blocking)]
+        with g:
+            return self._mirror(dtype)[: self._copy(n, non_blocking)]

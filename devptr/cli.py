@@ -43,9 +43,14 @@ def selftest(
     device: str = typer.Option(None, help="device to test (default: the first accelerator, else the CPU)"),
 ) -> None:
     """Check devptr on this machine's accelerator and print a report to paste into the RFC discussion."""
+    from devptr._errors import DevPtrError
     from devptr.selftest import format_report, run_selftest
 
-    target, results = run_selftest(device)
+    try:
+        target, results = run_selftest(device)
+    except DevPtrError as exc:  # a bad or missing device: one line, not a traceback
+        typer.echo(f"devptr selftest: {exc}", err=True)
+        raise typer.Exit(2) from None
     typer.echo(format_report(target, results), nl=False)
     raise typer.Exit(1 if any(r.status == "FAIL" for r in results) else 0)
 

@@ -369,3 +369,26 @@ def spawn(
                 raise SpawnError(f"rank {r} of {world_size} raised:\n{value}")
             results.append(value)
     return results
+
+
+def table_bits(table: object) -> list[int]:
+    """The unsigned 64-bit contents of an address table, as Python ints in ``[0, 2**64)``.
+
+    ``table`` is an int64 or uint64 torch tensor (any device) or numpy array, read row-major
+    whatever its shape, or a list or tuple of ints read modulo 2**64 (an int64 reading of the
+    same bits). Compares tables whatever their encoding:
+    ``table_bits(buf.host(Encoding.I64)) == table_bits(buf.host(Encoding.U64))``.
+    """
+    import numpy as np
+
+    if isinstance(table, torch.Tensor):
+        if table.dtype not in (torch.int64, torch.uint64):
+            raise PtrTypeError(f"table_bits() reads int64/uint64 tables (got {describe(table)})")
+        table = table.detach().cpu().contiguous().view(torch.int64).numpy()
+    if isinstance(table, np.ndarray):
+        if table.dtype not in (np.int64, np.uint64):
+            raise PtrTypeError(f"table_bits() reads int64/uint64 tables (got {describe(table)})")
+        return [int(v) for v in np.ascontiguousarray(table).reshape(-1).view(np.uint64)]
+    if not isinstance(table, (list, tuple)):
+        raise PtrTypeError(f"table_bits() takes a tensor, an array or a list of ints (got {describe(table)})")
+    return [int(v) % ADDR_LIMIT for v in table]

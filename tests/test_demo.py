@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 import torch
 from rich.console import Console
 
@@ -87,3 +88,18 @@ def test_cli_demo_subprocess() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "all bit-exact" in proc.stdout
+
+
+def test_piped_demo_honours_columns(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`COLUMNS=80 devptr demo > file`: rich reads COLUMNS, and the demo keeps it (piped
+    output without COLUMNS is widened to 120 instead of rich's 80)."""
+    monkeypatch.setenv("COLUMNS", "80")
+    run_demo()
+    out = capsys.readouterr().out
+    assert "all bit-exact" in out
+    assert max(map(len, out.splitlines())) <= 80
+    monkeypatch.delenv("COLUMNS")
+    run_demo()
+    assert max(map(len, capsys.readouterr().out.splitlines())) > 80

@@ -24,6 +24,7 @@ from devptr import (
     PtrTypeError,
     SizeBuffer,
     StateError,
+    UnknownBackendError,
     store,
 )
 from devptr._errors import InvalidValueError
@@ -204,7 +205,12 @@ def _cases() -> list[tuple[str, Callable[[], object], type[DevPtrError], type[Ex
         ("PtrBuffer(2.0)", lambda: PtrBuffer(2.0), PtrTypeError, TypeError),  # type: ignore[type-var]
         ("PtrBuffer(-1)", lambda: PtrBuffer(-1), CapacityError, IndexError),
         ("PtrBuffer(2, device=3.5)", lambda: PtrBuffer(2, device=3.5), PtrTypeError, TypeError),  # type: ignore[arg-type]
-        ("PtrBuffer(2, device='nosuch')", lambda: PtrBuffer(2, device="nosuch"), PtrTypeError, TypeError),
+        (
+            "PtrBuffer(2, device='nosuch')",
+            lambda: PtrBuffer(2, device="nosuch"),
+            UnknownBackendError,
+            ValueError,
+        ),
         ("buf[-2:] = [p, p]", lambda: buf.__setitem__(slice(-2, None), [P, P]), CapacityError, IndexError),
         ("buf[2:10]", lambda: buf[2:10], CapacityError, IndexError),
         ("buf[4]", lambda: buf[4], CapacityError, IndexError),

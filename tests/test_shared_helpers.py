@@ -1,13 +1,13 @@
-"""The shared test and benchmark helpers: support.gpu, devptr.testing's spawn and FakeState,
-and the benchmark timing harness (its statistics; no speed is asserted)."""
+"""The shared test helpers: support.gpu, support.opt_in, devptr.testing's spawn and FakeState
+(the benchmark harness has its own tests: benchmarks/test_harness.py)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from support import opt_in
 from support.gpu import MARKERS, skip_reason
 
-from benchmarks._harness import Timing, header, host, host_interleaved, machine, paired_ratios
 from devptr import AddressRangeError
 from devptr.testing import SIGN_BIT_PLUS_42, TOP_ALIGNED, FakeState, SpawnError, spawn
 
@@ -22,7 +22,7 @@ def test_skip_reason_per_marker_and_gpu_count() -> None:
 
 def test_markers_are_declared_for_strict_markers(pytestconfig: pytest.Config) -> None:
     declared = {line.split(":")[0] for line in pytestconfig.getini("markers")}
-    assert set(MARKERS) <= declared
+    assert set(MARKERS) | set(opt_in.MARKERS) <= declared
 
 
 def test_fake_state_reports_meta_layout_at_any_address() -> None:
@@ -82,34 +82,14 @@ def test_spawn_reports_a_rank_that_raised() -> None:
         spawn(_fail_on_rank_one, 2, timeout_s=120)
 
 
-def test_timing_statistics_on_known_samples() -> None:
-    t = Timing((5.0, 1.0, 3.0, 2.0, 4.0), "host", 10)
-    assert (t.median_ns, t.min_ns, t.max_ns) == (3.0, 1.0, 5.0)
-    assert (t.p25_ns, t.p75_ns, t.iqr_ns) == (2.0, 4.0, 2.0)
-    assert t.quantile_ns(0.1) == pytest.approx(1.4)
-    assert t.format("ns", 1) == "3.0 ns (IQR 2.0-4.0, min 1.0, n=5)"
-    assert t.summary()["number"] == 10
-    with pytest.raises(ValueError, match="at least one sample"):
-        Timing(())
-    r = paired_ratios(Timing((2.0, 9.0, 4.0)), Timing((1.0, 3.0, 4.0)))
-    assert r.samples_ns == (2.0, 3.0, 1.0) and r.median_ns == 2.0
+def test_opt_in_rules() -> None:
+    assert opt_in.skip_reason({"vllm"}, {}) == opt_in.VLLM_REASON
+    assert "DEVPTR_VLLM_TREE" in opt_in.VLLM_REASON and "DEVPTR_NETWORK_TESTS=1" in opt_in.VLLM_REASON
+    assert opt_in.skip_reason({"vllm"}, {"DEVPTR_VLLM_TREE": "/x/vllm"}) is None
+    assert opt_in.skip_reason({"vllm"}, {"DEVPTR_NETWORK_TESTS": "1"}) is None
+    assert opt_in.skip_reason({"vllm"}, {"DEVPTR_NETWORK_TESTS": "0"}) == opt_in.VLLM_REASON
+    assert opt_in.skip_reason({"slow"}, {}) == opt_in.SLOW_REASON
+    assert "DEVPTR_SLOW_TESTS=1" in opt_in.SLOW_REASON
+    assert opt_in.skip_reason({"slow"}, {"DEVPTR_SLOW_TESTS": "1"}) is None
+    assert opt_in.skip_reason({"gpu"}, {}) is None
 
-
-def test_host_timing_counts_calls() -> None:
-    calls: list[int] = []
-    t = host(lambda: calls.append(1), number=4, repeat=3, warmup=2)
-    assert len(calls) == 2 + 4 * 3
-    assert len(t.samples_ns) == 3 and t.number == 4 and t.min_ns > 0
-    order: list[str] = []
-    both = host_interleaved({"a": lambda: order.append("a"), "b": lambda: order.append("b")}, repeat=2)
-    assert order == ["a", "b", "a", "b", "a", "b"]  # warm-up, then alternating rounds
-    assert set(both) == {"a", "b"}
-
-
-def test_machine_description_names_the_software() -> None:
-    m = machine()
-    assert {"cpu", "cores", "load", "gpu", "python", "torch", "numpy"} <= set(m)
-    assert m["torch"] == torch.__version__
-    lines = header("python x.py").splitlines()
-    assert lines[0] == "- command: `python x.py`"
-    assert lines[1].startswith("- date: ") and lines[2].startswith("- machine: ")

@@ -59,6 +59,14 @@ _DATA_PTR: Final[Callable[[object], int]] = torch.Tensor.data_ptr  # type: ignor
 """``data_ptr`` as a function (mapped over a list of states without an attribute lookup each;
 a non-tensor raises TypeError)."""
 
+def _call(ref: Callable[[], object]) -> object:
+    return ref()
+
+
+_CALL: Final[Callable[[Callable[[], object]], object]] = getattr(operator, "call", _call)
+"""Calls a weak reference (Python 3.11+: ``operator.call``, mapped over the plan's
+references without a Python frame each)."""
+
 UNBOUNDED: Final = 1 << 62
 """Limit of a table column that no known state reads (any block id or bias passes)."""
 
@@ -262,7 +270,7 @@ class CopyPlan:
                     return False
                 flat += states if n == k else states[:k]  # type: ignore[index,arg-type]
             # every state the very tensor measured (alive), then at the same address
-            if not all(map(operator.is_, flat, [ref() for ref in self._refs])):
+            if not all(map(operator.is_, flat, map(_CALL, self._refs))):
                 return False
             return list(map(_DATA_PTR, flat)) == self._addrs
         except (TypeError, AttributeError):  # not sequences of tensors: build() says what is wrong
@@ -281,6 +289,11 @@ class CopyPlan:
         dsts: list[int] = []
         for pos, gid in enumerate(self.mamba_group_ids):
             ids = block_ids[gid]
+            if not (0 <= src < len(ids) and 0 <= dest < len(ids)):  # a -1 is a bug, not "last"
+                raise CapacityError(
+                    f"group {gid}: block index src {src} or dest {dest} outside its "
+                    f"{len(ids)} block ids"
+                )
             col = (ids[src], ids[src + bias] if src + bias < len(ids) else -1)
             for j in (0, 1):
                 lim = self.limit[2 * pos + j]
@@ -345,6 +358,25 @@ class MambaCopyBuffers:
         self.offset = 0
         self._plan: CopyPlan | None = None
         self._step_context: Mapping[str, object] | None = None
+        self._cols = tuple(table.column_index(c) for c, _ in SEGMENT_COLUMNS)
+
+    def write(
+        self,
+        first: int,
+        src: npt.NDArray[np.uint64],
+        dst: npt.NDArray[np.uint64],
+        sizes: npt.NDArray[np.int64],
+    ) -> None:
+        """Store records ``first ..`` of values :meth:`CopyPlan.compute` made and checked:
+        three column writes into the table's host memory, after any upload still reading it
+        (the table's own ``fill`` would re-check every value and build each column again)."""
+        st = self.table._live()  # raises once the table was released
+        st.wait_host()
+        rows = st.np[first : first + src.shape[0]]
+        c_src, c_dst, c_size = self._cols
+        rows[:, c_src] = src
+        rows[:, c_dst] = dst
+        rows[:, c_size] = sizes.view(U64)
 
     @classmethod
     def create(
@@ -433,10 +465,13 @@ def collect_mamba_copy_meta(
         block_ids_of(req_state), src_block_idx, dest_block_idx, accept_token_bias, forward_context
     )
     off = copy_bufs.offset
-    table = copy_bufs.table
-    if off + plan.entries > table.capacity:
-        raise CapacityError(f"{plan.entries} entries at offset {off} exceed capacity {table.capacity}")
-    copy_bufs.offset = table.fill(off, src=src, dst=dst, size=sizes)
+    end = off + plan.entries
+    if end > copy_bufs.table.capacity:
+        raise CapacityError(
+            f"{plan.entries} entries at offset {off} exceed capacity {copy_bufs.table.capacity}"
+        )
+    copy_bufs.write(off, src, dst, sizes)
+    copy_bufs.offset = end
 
 
 def do_mamba_copy_block(copy_bufs: MambaCopyBuffers) -> None:

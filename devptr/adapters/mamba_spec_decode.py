@@ -45,11 +45,13 @@ from devptr.adapters._mamba_layout import (
     layer_states,
     walk,
 )
-from devptr.kernels import STATE_META_COLUMNS, StateMeta, copy_state_blocks
-
-TEMPORAL_TILE_BYTES = 128 * 1024
-"""Bytes of a whole-block copy per program: sets how many programs share one copy."""
-MAX_TILES = 16
+from devptr.kernels import (
+    STATE_META_COLUMNS,
+    StateCopyConfig,
+    StateMeta,
+    copy_state_blocks,
+    state_copy_config,
+)
 
 
 class MambaSpecDecodeMetadata:
@@ -80,7 +82,8 @@ class MambaSpecDecodeMetadata:
         self.state_meta = PtrTable(num_states, STATE_META_COLUMNS, device=dev, pin_memory=pin)
         self.block_table_ptrs: PtrBuffer = PtrBuffer(self.num_groups, device=dev, pin_memory=pin)
         self.block_table_stride_req = 0
-        self.tiles = 1
+        self.launch: StateCopyConfig = state_copy_config([])
+        """``copy_state_blocks`` knobs for these states (set by initialize_from_forward_context)."""
         self.is_initialized = False
 
     @classmethod
@@ -167,8 +170,7 @@ class MambaSpecDecodeMetadata:
         self.state_base_addrs.fill(0, bases)
         self.state_meta.fill(0, **{k: np.array(v, dtype=np.int64) for k, v in cols.items()})
         self.block_table_ptrs.fill(0, [DevicePtr.of(t) for t in block_tables])
-        whole = [b for b, w in zip(cols["copy_bytes"], cols["conv_width"], strict=True) if w == 0]
-        self.tiles = max(1, min(MAX_TILES, -(-max(whole, default=0) // TEMPORAL_TILE_BYTES)))
+        self.launch = state_copy_config(cols["copy_bytes"])
         if self.state_base_addrs.device_type is not None:
             for table in (self.state_base_addrs, self.state_meta, self.block_table_ptrs):
                 table.to_device()
@@ -208,7 +210,7 @@ class MambaSpecDecodeMetadata:
             num_reqs,
             idx_mapping=idx_mapping,
             skip_same_block=skip_same_block,
-            tiles=self.tiles,
+            **self.launch,
         )
 
     def run_fused_precopy(

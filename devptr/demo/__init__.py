@@ -7,6 +7,7 @@ A section is a callable taking a rich Console; later parts of the library add th
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable
 
 from rich.console import Console
@@ -24,10 +25,14 @@ SECTIONS: list[tuple[str, str]] = [
 
 
 def run_demo(console: Console | None = None) -> None:
-    """Run every demo section in order."""
+    """Run every demo section in order.
+
+    Without a console: the terminal's width; piped output (CI logs, files) is 120 wide
+    (no truncated addresses) unless ``COLUMNS`` says otherwise.
+    """
     con = console or Console()
-    if console is None and not con.is_terminal and con.width < 120:
-        con = Console(width=120)  # piped output (CI logs, files): no truncated addresses
+    if console is None and not con.is_terminal and not os.environ.get("COLUMNS") and con.width < 120:
+        con = Console(width=120)
     for module, name in SECTIONS:
         fn: Section = getattr(importlib.import_module(module), name)
         fn(con)

@@ -139,7 +139,7 @@ def section(con: Console) -> None:
     con.rule("[bold]Mamba adapters[/] (state copy, spec-decode metadata)")
     _fake_part(con)
     if importlib.util.find_spec("triton") is None:
-        msg = "Real copies skipped: Triton is not installed (pip install 'devptr[kernels]')."
+        msg = "Real copies skipped: Triton is not installed (pip install triton: devptr's kernels extra)."
         con.print(msg, markup=False)  # markup would eat "[kernels]" as a style tag
         return
     previous = os.environ.get("TRITON_INTERPRET")

@@ -3,7 +3,8 @@
 - :func:`batch_memcpy`: copy many byte segments (memmove semantics per segment).
 - :func:`batch_memcpy_table`: the same, from one PtrTable of :data:`SEGMENT_COLUMNS` (one upload).
 - :func:`memmove_kinds`: the per-segment copy decision alone (no memory is touched).
-- :func:`copy_state_blocks`: Mamba state-block copies driven by block tables.
+- :func:`copy_state_blocks`: Mamba state-block copies driven by block tables
+  (:func:`state_copy_config`: its launch knobs for a batch).
 - :class:`SizeBuffer`: host/device byte counts, the partner of two PtrBuffers.
 
 Importing this package does not import Triton; the first launch does, and raises
@@ -21,7 +22,13 @@ from devptr.kernels._memcpy import (
     memmove_kinds,
 )
 from devptr.kernels._runtime import TritonUnavailableError
-from devptr.kernels._state_copy import STATE_META_COLUMNS, StateMeta, copy_state_blocks
+from devptr.kernels._state_copy import (
+    STATE_META_COLUMNS,
+    StateCopyConfig,
+    StateMeta,
+    copy_state_blocks,
+    state_copy_config,
+)
 from devptr.kernels.lamport import LamportTableOwner, lamport_allreduce
 
 __all__ = [
@@ -31,6 +38,7 @@ __all__ = [
     "LamportTableOwner",
     "MemmoveKind",
     "SizeBuffer",
+    "StateCopyConfig",
     "StateMeta",
     "TritonUnavailableError",
     "addr_arg",
@@ -42,4 +50,5 @@ __all__ = [
     "lamport_allreduce",
     "memmove_kinds",
     "specialization_key",
+    "state_copy_config",
 ]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
-
 import torch
 
 from devptr import _checked
@@ -20,26 +18,6 @@ def _u64(t: torch.Tensor) -> list[int]:
     return [unsigned_address(v) for v in host.tolist()]
 
 
-class _Extents:
-    """The extents checked mode recorded, searchable by any address inside them."""
-
-    def __init__(self) -> None:
-        self._exact = _checked.extents()
-        spans = sorted(set(self._exact.values()))
-        self._starts = [s for s, _ in spans]
-        self._spans = spans
-
-    def find(self, addr: int) -> tuple[int, int] | None:
-        hit = self._exact.get(addr)
-        if hit is not None:
-            return hit
-        for k in range(bisect.bisect_right(self._starts, addr) - 1, -1, -1):
-            start, end = self._spans[k]
-            if addr < end:
-                return start, end
-        return None
-
-
 def check_segments(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor) -> None:
     """Raise :class:`CheckedModeError` if a segment reads or writes outside the storage
     recorded (by :meth:`devptr.DevicePtr.of` in checked mode) for its address.
@@ -50,7 +28,6 @@ def check_segments(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor) ->
     s_list, d_list = _u64(src), _u64(dst)
     z = sizes.detach().to("cpu")
     z_list = (z.view(torch.int64) if z.dtype == torch.uint64 else z.to(torch.int64)).tolist()
-    ext = _Extents()
     problems: list[str] = []
     for i, (s, d, size) in enumerate(zip(s_list, d_list, z_list, strict=True)):
         if size < 0:
@@ -59,7 +36,7 @@ def check_segments(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor) ->
         if size == 0:
             continue
         for role, addr in (("src", s), ("dst", d)):
-            span = ext.find(addr)
+            span = _checked.find(addr)
             if span is None:
                 continue
             start, end = span

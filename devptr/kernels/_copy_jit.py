@@ -37,39 +37,75 @@ def _memmove_kind(src, dst, size):
 
 
 @triton.jit
+def _edges(src, dst, size, head, body):
+    """The bytes before ``head`` and from ``head + body`` to ``size`` (fewer than 16 each),
+    through a 16-lane byte copy."""
+    lane = tl.arange(0, 16).to(tl.int64)
+    src8 = src.to(tl.pointer_type(tl.uint8))
+    dst8 = dst.to(tl.pointer_type(tl.uint8))
+    hm = lane < head
+    tl.store(dst8 + lane, tl.load(src8 + lane, mask=hm), mask=hm)
+    tail = head + body + lane
+    tm = tail < size
+    tl.store(dst8 + tail, tl.load(src8 + tail, mask=tm), mask=tm)
+
+
+@triton.jit
+def _steps(full, g, split, SLICE: tl.constexpr):
+    """Program ``g`` of ``split``'s full steps ``range(lo, hi, step)`` of ``full``, and
+    whether it also owns the partial step ``full``: round-robin (``SLICE`` false: steps
+    ``g, g + split, ...``) or one contiguous slice of ``cdiv(full, split)`` steps each."""
+    if SLICE:
+        per = (full + split - 1) // split
+        lo = g * per
+        hi = tl.minimum(lo + per, full)
+        step = 1
+        owns_rest = g == split - 1
+    else:
+        lo = g
+        hi = full
+        step = split
+        owns_rest = g == full % split
+    return lo, hi, step, owns_rest
+
+
+@triton.jit
 def _copy_aligned(
-    src, dst, size, g, split, T: tl.constexpr, ELEM: tl.constexpr, ALIGN: tl.constexpr, CHUNK: tl.constexpr
+    src,
+    dst,
+    size,
+    g,
+    split,
+    T: tl.constexpr,
+    ELEM: tl.constexpr,
+    ALIGN: tl.constexpr,
+    CHUNK: tl.constexpr,
+    SLICE: tl.constexpr = False,
 ):
     """Copy ``size`` bytes between disjoint ranges with ``src % ALIGN == dst % ALIGN``.
 
     Bytes before the first ``ALIGN`` boundary of ``dst`` and after the last one (fewer than
     16) go through a 16-lane byte copy (program ``g == 0``); the body moves ``ELEM`` bytes a
     lane (``T``: the unsigned type of that width) from ``ALIGN``-aligned addresses, ``CHUNK``
-    bytes per step, steps dealt round-robin to the ``split`` programs of the segment. The
-    launcher uses ``(uint64, 8, 16)``: 16-byte accesses, and ``(uint32, 4, 4)``.
+    bytes per step, steps dealt to the ``split`` programs of the segment round-robin or in
+    contiguous slices (``SLICE``, :func:`_steps`). The launcher uses ``(uint64, 8, 16)``:
+    16-byte accesses.
     """
     head = tl.minimum(((ALIGN - (dst & (ALIGN - 1))) & (ALIGN - 1)).to(tl.int64), size)
     body = ((size - head) // ALIGN) * ALIGN
     if g == 0:
-        lane = tl.arange(0, 16).to(tl.int64)
-        src8 = src.to(tl.pointer_type(tl.uint8))
-        dst8 = dst.to(tl.pointer_type(tl.uint8))
-        hm = lane < head
-        tl.store(dst8 + lane, tl.load(src8 + lane, mask=hm), mask=hm)
-        tail = head + body + lane
-        tm = tail < size
-        tl.store(dst8 + tail, tl.load(src8 + tail, mask=tm), mask=tm)
+        _edges(src, dst, size, head, body)
     ELEMS: tl.constexpr = CHUNK // ELEM
     sp = tl.multiple_of((src + head.to(tl.uint64)).to(tl.pointer_type(T)), ALIGN)
     dp = tl.multiple_of((dst + head.to(tl.uint64)).to(tl.pointer_type(T)), ALIGN)
     n_el = body // ELEM
     full = n_el // ELEMS
     offs = tl.arange(0, ELEMS)
-    for c in range(g, full, split):
+    lo, hi, step, owns_rest = _steps(full, g, split, SLICE)
+    for c in range(lo, hi, step):
         o = c * ELEMS + offs
         tl.store(dp + o, tl.load(sp + o))
-    rest_owner = full % split
-    if (n_el > full * ELEMS) & (g == rest_owner):
+    if (n_el > full * ELEMS) & owns_rest:
         o = full * ELEMS + offs
         if ALIGN > ELEM:
             m = o < tl.multiple_of(n_el, ALIGN // ELEM)
@@ -79,20 +115,51 @@ def _copy_aligned(
 
 
 @triton.jit
-def _copy_bytes(src, dst, size, g, split, CHUNK: tl.constexpr):
-    """Copy ``size`` bytes between disjoint ranges of any alignment, one byte per lane."""
-    sp = src.to(tl.pointer_type(tl.uint8))
-    dp = dst.to(tl.pointer_type(tl.uint8))
-    n = size
-    full = n // CHUNK
-    offs = tl.arange(0, CHUNK)
-    for c in range(g, full, split):
-        o = c * CHUNK + offs
-        tl.store(dp + o, tl.load(sp + o))
-    if (n > full * CHUNK) & (g == full % split):
-        o = full * CHUNK + offs
-        m = o < n
-        tl.store(dp + o, tl.load(sp + o, mask=m), mask=m)
+def _copy_shifted(src, dst, size, g, split, CHUNK: tl.constexpr, SLICE: tl.constexpr = False):
+    """Copy ``size`` bytes between disjoint ranges whose offsets differ modulo 16.
+
+    Stores stay 16-byte aligned on the destination (head and tail bytes, fewer than 16
+    each, through a 16-lane byte copy by program ``g == 0``); each destination word of 8
+    bytes is built from the two aligned 8-byte source words that hold its bytes (a funnel
+    shift by ``8 * ((src - dst) % 8)`` bits, the same for the whole segment). Every source
+    word read holds at least one byte of the segment, so no read leaves the aligned
+    8-byte units the segment touches. ``CHUNK`` bytes per step, steps dealt to the
+    ``split`` programs as in :func:`_copy_aligned`.
+    """
+    head = tl.minimum(((16 - (dst & 15)) & 15).to(tl.int64), size)
+    body = ((size - head) // 16) * 16
+    if g == 0:
+        _edges(src, dst, size, head, body)
+    ELEMS: tl.constexpr = CHUNK // 8
+    s0 = src + head.to(tl.uint64)
+    lo_bits = (s0 & 7).to(tl.uint64) * 8
+    hi_bits = 64 - lo_bits
+    sp = tl.multiple_of((s0 - (s0 & 7)).to(tl.pointer_type(tl.uint64)), 8)
+    dp = tl.multiple_of((dst + head.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+    n_el = tl.multiple_of(body // 8, 2)
+    full = n_el // ELEMS
+    offs = tl.arange(0, ELEMS)
+    lo, hi, step, owns_rest = _steps(full, g, split, SLICE)
+    if lo_bits == 0:  # offsets agree modulo 8: whole source words
+        for c in range(lo, hi, step):
+            o = c * ELEMS + offs
+            tl.store(dp + o, tl.load(sp + o))
+        if (n_el > full * ELEMS) & owns_rest:
+            o = full * ELEMS + offs
+            m = o < n_el
+            tl.store(dp + o, tl.load(sp + o, mask=m), mask=m)
+    else:
+        for c in range(lo, hi, step):
+            o = c * ELEMS + offs
+            w0 = tl.load(sp + o)
+            w1 = tl.load(sp + o + 1)
+            tl.store(dp + o, (w0 >> lo_bits) | (w1 << hi_bits))
+        if (n_el > full * ELEMS) & owns_rest:
+            o = full * ELEMS + offs
+            m = o < n_el
+            w0 = tl.load(sp + o, mask=m)
+            w1 = tl.load(sp + o + 1, mask=m)
+            tl.store(dp + o, (w0 >> lo_bits) | (w1 << hi_bits), mask=m)
 
 
 @triton.jit
@@ -150,7 +217,9 @@ def _move(src, dst, size, FORWARD: tl.constexpr, CHUNK: tl.constexpr, BYTE_CHUNK
 
 
 @triton.jit
-def _copy_segment(src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.constexpr):
+def _copy_segment(
+    src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.constexpr, SLICE: tl.constexpr = False
+):
     """Copy one segment with memmove semantics; program ``g`` of ``split`` takes its share.
 
     ``src``/``dst``: uint64 addresses; ``size``: non-negative int64 byte count. Disjoint
@@ -160,16 +229,10 @@ def _copy_segment(src, dst, size, g, split, CHUNK: tl.constexpr, BYTE_CHUNK: tl.
     """
     kind = _memmove_kind(src, dst, size)
     if kind == 1:
-        agree = (src ^ dst) & 15
-        if agree == 0:
-            _copy_aligned(src, dst, size, g, split, tl.uint64, 8, 16, CHUNK)
-        elif (agree & 3) == 0:
-            # 4-byte words for offsets that agree modulo 4 or 8 (8-byte and 2-byte word
-            # paths were tried: they raise the kernel from 32 to 48 registers on sm_90,
-            # which costs every other case occupancy)
-            _copy_aligned(src, dst, size, g, split, tl.uint32, 4, 4, CHUNK)
+        if ((src ^ dst) & 15) == 0:
+            _copy_aligned(src, dst, size, g, split, tl.uint64, 8, 16, CHUNK, SLICE)
         else:
-            _copy_bytes(src, dst, size, g, split, BYTE_CHUNK)
+            _copy_shifted(src, dst, size, g, split, CHUNK, SLICE)
     elif kind == 2:
         if g == 0:
             _move(src, dst, size, True, CHUNK, BYTE_CHUNK)

@@ -51,6 +51,14 @@ SENTINEL_BITS: Final = 0x8000_0000
 SLOT_ALIGN: Final = 16
 """Each rank's slot in a round buffer starts on a 16-byte boundary."""
 
+STATUS_BYTES: Final = SLOT_ALIGN
+"""The status block after the round buffers of every Lamport buffer; its first int32 word
+is the poison word: the empty-slot word while the workspace is healthy, :data:`POISON_BITS`
+once any rank timed out (that rank writes it into every rank's buffer)."""
+
+POISON_BITS: Final = 1
+"""The poison word's value after a timeout (any rank's)."""
+
 
 def _positive_int(what: str, value: object, minimum: int = 1) -> int:
     return positive_int(value, what, minimum)
@@ -68,9 +76,9 @@ def _comm_size(value: object) -> int:
 class LamportLayout:
     """Where each section of the table lies, and how a Lamport buffer is divided.
 
-    A Lamport buffer is ``ROUNDS`` round buffers of ``comm_size`` bytes; round buffer ``b``
-    holds one slot per rank, ``slot_bytes`` each, rank ``r``'s slot at byte
-    ``b * comm_size + r * slot_bytes``.
+    A Lamport buffer is ``ROUNDS`` round buffers of ``comm_size`` bytes, then a status
+    block of :data:`STATUS_BYTES` (the poison word); round buffer ``b`` holds one slot per
+    rank, ``slot_bytes`` each, rank ``r``'s slot at byte ``b * comm_size + r * slot_bytes``.
 
     Parameters
     ----------
@@ -78,7 +86,7 @@ class LamportLayout:
         Number of ranks N (>= 1).
     comm_size
         Bytes of one round buffer (a positive multiple of 16); the Lamport buffer of each
-        rank is ``3 * comm_size`` bytes.
+        rank is ``3 * comm_size + 16`` bytes (the round buffers and the status block).
     """
 
     world_size: int = attrs.field(converter=_world_size)
@@ -106,7 +114,12 @@ class LamportLayout:
 
     @property
     def lamport_bytes(self) -> int:
-        """Bytes of one rank's Lamport buffer (``3 * comm_size``)."""
+        """Bytes of one rank's Lamport buffer (``3 * comm_size`` + the status block)."""
+        return self.status_offset + STATUS_BYTES
+
+    @property
+    def status_offset(self) -> int:
+        """Byte offset of the status block (the poison word) in a Lamport buffer."""
         return ROUNDS * self.comm_size
 
     @property
@@ -125,8 +138,9 @@ class LamportLayout:
         """The layout facts the kernel is compiled with, as ``tl.constexpr`` keyword arguments.
 
         Table positions (``LAMPORT_AT``: rank 0's Lamport buffer, ``FLAG_AT``, ``LAYOUT_AT``),
-        the flag and layout words, the round count, the slot alignment and the empty-slot
-        word (as a signed int32, the type the kernel compares words in). Derived from this
+        the flag and layout words, the round count, the slot alignment, the empty-slot
+        word (as a signed int32, the type the kernel compares words in) and the poison
+        word's value (the status block follows the round buffers). Derived from this
         module's declarations only: the kernel carries no copy of them.
         """
         return {
@@ -141,6 +155,7 @@ class LamportLayout:
             "ROUNDS": ROUNDS,
             "SLOT_ALIGN": SLOT_ALIGN,
             "EMPTY": SENTINEL_BITS - (1 << 32) if SENTINEL_BITS >= 1 << 31 else SENTINEL_BITS,
+            "POISON": POISON_BITS,
         }
 
     def section(self, name: str) -> range:

@@ -249,10 +249,6 @@ class FastKernel:
                 tail = tuple(meta[n] for n in tail_names)
                 self._bound[key] = _bind(got, device.index, tail)
 
-    def cached_signatures(self) -> int:
-        """How many launch signatures hold a compiled kernel (for tests and benchmarks)."""
-        return len(self._bound)
-
 
 def device_key(device: torch.device) -> tuple[str, int | None]:
     """The part of a launch signature that names the device."""

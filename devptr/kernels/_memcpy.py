@@ -26,7 +26,8 @@ class MemmoveKind(enum.IntEnum):
     """Zero bytes, or source and destination are the same address."""
     PARALLEL = 1
     """Disjoint ranges: split over programs, in 16-byte accesses when source and
-    destination agree modulo 16, 4-byte words when they agree modulo 4, else bytes."""
+    destination agree modulo 16, else in aligned 16-byte stores of funnel-shifted
+    8-byte source words."""
     FORWARD = 2
     """Destination below an overlapping source: one program copies low to high."""
     BACKWARD = 3
@@ -157,8 +158,8 @@ def batch_memcpy(
     program copies it in the safe direction (decided with unsigned comparisons, correct
     for addresses at or above 2**63). Disjoint segments are split over several programs
     and use 16-byte accesses when source and destination share their offset modulo 16,
-    4-byte words when they share it modulo 4 (head and tail bytes apart), and bytes
-    otherwise.
+    and otherwise aligned 16-byte stores of funnel-shifted aligned 8-byte source words
+    (head and tail bytes apart).
     Segments that overlap *each other* have no defined order. In checked mode
     (:func:`devptr.checked`) every segment is first compared with the storage extents
     recorded for its addresses and a :class:`devptr.CheckedModeError` is raised before
@@ -254,7 +255,7 @@ def _launch_segments(
         type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1)
     ):
         raise _knob_error("byte_chunk", byte_chunk, "a power of two >= 16")
-    if _checked.ENABLED:
+    if _checked.ENABLED and _checked.is_enabled():
         check_segments(s[:count], d[:count], z[:count])
     if count == 0:
         return

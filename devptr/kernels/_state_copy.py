@@ -18,6 +18,8 @@ of the int32 block table whose address is ``block_table_ptrs[group]``. Requests 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
+from typing import TypedDict
 
 import torch
 
@@ -63,6 +65,40 @@ _META_CONSTANTS: dict[str, int] = {
     **{f"COL_{m.name}": int(m) for m in StateMeta},
 }
 """The :class:`StateMeta` columns as the kernel's constexprs (the kernel holds no copy)."""
+
+
+class StateCopyConfig(TypedDict):
+    """Launch knobs of :func:`copy_state_blocks` (keyword arguments)."""
+
+    tiles: int
+    chunk: int
+    num_warps: int
+    slices: bool
+
+
+MAX_TILES = 512
+"""Most programs sharing one state's copy."""
+STATE_CHUNK = 4096
+"""Bytes one program moves per step in state copies."""
+
+
+def state_copy_config(
+    copy_bytes: Sequence[int], num_reqs: int = 1, device: torch.device | None = None
+) -> StateCopyConfig:
+    """Launch knobs of :func:`copy_state_blocks` for states that copy ``copy_bytes`` bytes
+    each (per request; conv windows: the whole window).
+
+    One step of :data:`STATE_CHUNK` bytes per program for the largest copy (``tiles``
+    programs share each copy, at most :data:`MAX_TILES`; steps dealt round-robin;
+    programs past a copy's last step leave at once): many small programs keep every
+    multiprocessor busy to the end of the batch. On an H200 this beat fewer, larger
+    programs and contiguous slices at 1 to 32 requests (``benchmarks/results/kernels.md``);
+    ``num_reqs`` and ``device`` are accepted for policies that depend on them.
+    """
+    del num_reqs, device
+    largest = max((int(b) for b in copy_bytes), default=0)
+    tiles = max(1, min(MAX_TILES, -(-largest // STATE_CHUNK)))
+    return {"tiles": tiles, "chunk": STATE_CHUNK, "num_warps": NUM_WARPS, "slices": False}
 
 
 def _meta_tensor(meta: object) -> torch.Tensor:
@@ -113,6 +149,7 @@ def copy_state_blocks(
     idx_mapping: torch.Tensor | None = None,
     skip_same_block: bool = False,
     tiles: int = 1,
+    slices: bool = False,
     chunk: int = CHUNK,
     byte_chunk: int = BYTE_CHUNK,
     num_warps: int = NUM_WARPS,
@@ -139,6 +176,9 @@ def copy_state_blocks(
     tiles
         Programs sharing each whole-block copy (conv windows use the first program only
         when they overlap).
+    slices
+        How the ``tiles`` programs share a copy: contiguous slices (True) or steps dealt
+        round-robin (False).
 
     Notes
     -----
@@ -198,6 +238,7 @@ def copy_state_blocks(
         "CHUNK": chunk,
         "BYTE_CHUNK": byte_chunk,
         "ROW_BLOCK": 128,
+        "SLICE": bool(slices),
     }
     key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
     raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)

@@ -57,6 +57,7 @@ def _copy_state_blocks_kernel(
     CHUNK: tl.constexpr,
     BYTE_CHUNK: tl.constexpr,
     ROW_BLOCK: tl.constexpr,
+    SLICE: tl.constexpr,
 ):
     """Grid ``(num_reqs, num_states, tiles)``; see :func:`copy_state_blocks`.
 
@@ -67,11 +68,35 @@ def _copy_state_blocks_kernel(
     s = tl.program_id(1).to(tl.int64)
     t = tl.program_id(2)
     tiles = tl.num_programs(2)
+    # Loads that depend only on the program's state come first and unconditionally, so
+    # they are in flight together with the request's (three dependent levels before the
+    # first byte moves: request and state facts, block-table entries, data).
     if HAS_IDX_MAPPING:
         req = tl.load(idx_mapping_ptr + r).to(tl.int64)
     else:
         req = r.to(tl.int64)
-    if req >= 0:
+    base = tl.load(state_base_addrs_ptr + s).to(tl.uint64, bitcast=True)
+    meta = state_meta_ptr + s * NCOLS
+    block_stride = tl.load(meta + COL_BLOCK_STRIDE).to(tl.int64)
+    conv_width = tl.load(meta + COL_CONV_WIDTH).to(tl.int64)
+    token_bytes = tl.load(meta + COL_TOKEN_BYTES).to(tl.int64)
+    copy_bytes = tl.load(meta + COL_COPY_BYTES).to(tl.int64)
+    rows = tl.load(meta + COL_ROWS).to(tl.int64)
+    row_stride = tl.load(meta + COL_ROW_STRIDE).to(tl.int64)
+    group = tl.load(meta + COL_GROUP).to(tl.int64)
+    table = tl.load(block_table_ptrs + group).to(tl.uint64, bitcast=True)
+    # Programs with nothing to copy leave before the request's loads. With round-robin
+    # steps, program t copies only when t < the segment's steps; the segment's bytes are
+    # at most the larger of copy_bytes and the whole conv window. Dim-first conv windows
+    # use program 0 alone. (Contiguous slices are sized from the actual bytes: no bound.)
+    if (conv_width > 0) & (rows > 1):
+        busy = t == 0
+    elif SLICE:
+        busy = True
+    else:
+        bound = tl.maximum(copy_bytes, conv_width * token_bytes)
+        busy = t < (bound + CHUNK - 1) // CHUNK
+    if (req >= 0) & busy:
         src_col = tl.load(src_cols_ptr + req).to(tl.int64)
         dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
         bias = tl.load(token_bias_ptr + req).to(tl.int64)
@@ -80,29 +105,17 @@ def _copy_state_blocks_kernel(
         else:
             skip = (src_col < 0) | ((src_col == dst_col) & (bias == 0))
         if not skip:
-            base = tl.load(state_base_addrs_ptr + s).to(tl.uint64, bitcast=True)
-            meta = state_meta_ptr + s * NCOLS
-            block_stride = tl.load(meta + COL_BLOCK_STRIDE).to(tl.int64)
-            conv_width = tl.load(meta + COL_CONV_WIDTH).to(tl.int64)
-            token_bytes = tl.load(meta + COL_TOKEN_BYTES).to(tl.int64)
-            copy_bytes = tl.load(meta + COL_COPY_BYTES).to(tl.int64)
-            rows = tl.load(meta + COL_ROWS).to(tl.int64)
-            row_stride = tl.load(meta + COL_ROW_STRIDE).to(tl.int64)
-            group = tl.load(meta + COL_GROUP).to(tl.int64)
-            table = tl.load(block_table_ptrs + group).to(tl.uint64, bitcast=True)
+            conv = conv_width > 0
             bt = table.to(tl.pointer_type(tl.int32)) + req * block_table_stride
+            # conv windows read block column src, whole-block states column src + bias
+            src_block = tl.load(bt + tl.where(conv, src_col, src_col + bias)).to(tl.int64)
             dst_block = tl.load(bt + dst_col).to(tl.int64)
+            src0 = base + (src_block * block_stride).to(tl.uint64)
             dst = base + (dst_block * block_stride).to(tl.uint64)
-            if conv_width > 0:
-                src_block = tl.load(bt + src_col).to(tl.int64)
-                src0 = base + (src_block * block_stride).to(tl.uint64)
-                ntok = conv_width - bias
-                if rows <= 1:
-                    src = src0 + (bias * token_bytes).to(tl.uint64)
-                    _copy_segment(src, dst, ntok * token_bytes, t, tiles, CHUNK, BYTE_CHUNK)
-                elif t == 0:
-                    _shift_rows(src0, dst, rows, row_stride, token_bytes, bias, ntok, ROW_BLOCK)
+            if conv & (rows > 1):
+                if t == 0:
+                    _shift_rows(src0, dst, rows, row_stride, token_bytes, bias, conv_width - bias, ROW_BLOCK)
             else:
-                src_block = tl.load(bt + src_col + bias).to(tl.int64)
-                src = base + (src_block * block_stride).to(tl.uint64)
-                _copy_segment(src, dst, copy_bytes, t, tiles, CHUNK, BYTE_CHUNK)
+                src = src0 + tl.where(conv, bias * token_bytes, 0).to(tl.uint64)
+                size = tl.where(conv, (conv_width - bias) * token_bytes, copy_bytes)
+                _copy_segment(src, dst, size, t, tiles, CHUNK, BYTE_CHUNK, SLICE)

@@ -15,16 +15,33 @@ clear included, finished.
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Final, Literal, Protocol
 
 import torch
 
 from devptr._convert import positive_int
-from devptr._errors import InvalidValueError, LengthMismatchError, PtrTypeError, StateError, describe
+from devptr._errors import (
+    DevPtrError,
+    InvalidValueError,
+    LengthMismatchError,
+    PtrTypeError,
+    StateError,
+    describe,
+)
 from devptr.kernels import _runtime
 from devptr.kernels._lamport_layout import LamportLayout
 from devptr.kernels._launch import Bound, FastKernel, arg_key
+
+
+class LamportTimeoutError(DevPtrError, TimeoutError):
+    """A Lamport all-reduce gave up waiting for a peer's data, on this rank or another.
+
+    The workspace is poisoned from then on, on every rank: later calls raise this error
+    (or, on a GPU before the host has seen the timeout, write NaN) until it is rebuilt.
+    Also importable as ``devptr.adapters.lamport.LamportTimeoutError``.
+    """
 
 
 class LamportTableOwner(Protocol):
@@ -47,13 +64,42 @@ class LamportTableOwner(Protocol):
     def max_message_bytes(self) -> int: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def poisoned(self) -> bool:
+        """Whether a timeout poisoned the workspace, as far as the host knows without a
+        device synchronisation."""
+        ...
 
 
 _KINDS: Final = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 _PHASES: Final = {"both": (True, True), "write": (True, False), "reduce": (False, True)}
 
-DEFAULT_MAX_SPINS: Final = 1 << 24
-"""Re-reads of one chunk of one slot before a kernel gives up (seconds on a GPU)."""
+DEFAULT_TIMEOUT_S: Final = 10.0
+"""How long (seconds, about) a call waits for a peer's data before it gives up."""
+
+SPIN_SECONDS: Final = {"compiled": 5e-7, "interpreted": 1e-3}
+"""The estimated cost of one re-read of a chunk, compiled (H200-class GPU) and under the
+Triton interpreter, with which ``timeout`` becomes the kernel's re-read budget."""
+
+_MAX_SPINS_LIMIT: Final = (1 << 31) - 1
+
+
+def spins_for(timeout: float, interpreted: bool, programs: int) -> int:
+    """The re-read budget per program for about ``timeout`` seconds of waiting.
+
+    Compiled programs wait side by side; the interpreter runs them one after another, so
+    there the budget is split between them.
+    """
+    per = SPIN_SECONDS["interpreted"] * programs if interpreted else SPIN_SECONDS["compiled"]
+    return max(1, min(_MAX_SPINS_LIMIT, int(timeout / per)))
+
+
+def _check_timeout(timeout: object) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise PtrTypeError(f"timeout must be a number of seconds (got {describe(timeout)})")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise InvalidValueError(f"timeout must be a positive, finite number of seconds (got {timeout})")
+    return float(timeout)
 
 _KERNEL: Final = FastKernel("_lamport_jit", "_lamport_allreduce_kernel")
 
@@ -165,11 +211,13 @@ class _Plan:
         x: torch.Tensor,
         ws: LamportTableOwner,
         phase: str,
-        max_spins: int,
+        max_spins: int | None,
+        timeout: float,
         block: int | None,
         num_programs: int | None,
     ) -> _Call:
         """Check a call's dtype, size and knobs once, and keep what its launch needs."""
+        spins_arg = max_spins
         kind = _KINDS.get(x.dtype)
         if kind is None:
             raise PtrTypeError(
@@ -178,7 +226,9 @@ class _Plan:
         phases = _PHASES.get(phase)
         if phases is None:
             raise InvalidValueError(f"phase must be 'both', 'write' or 'reduce' (got {phase!r})")
-        positive_int(max_spins, "max_spins")
+        if max_spins is not None:
+            positive_int(max_spins, "max_spins")
+        seconds = _check_timeout(timeout)
         nbytes = x.numel() * x.element_size()
         if nbytes > self.max_bytes:
             raise InvalidValueError(
@@ -187,6 +237,8 @@ class _Plan:
             )
         n_words = -(-nbytes // 4)
         grid, blk, warps = self.config(max(n_words, 1), block, num_programs)
+        if max_spins is None:
+            max_spins = spins_for(seconds, self.device.type == "cpu", grid)
         write, reduce = phases
         meta = {**self.meta, "KIND": kind, "WRITE": write, "REDUCE": reduce, "BLOCK": blk}
         scalars = (self.rank, n_words, *self.scalars, max_spins)
@@ -194,7 +246,7 @@ class _Plan:
         call = _Call(n_words, nbytes % 4 != 0, (grid, 1, 1), warps, meta, scalars, key)
         if len(self.calls) >= 256:
             self.calls.clear()
-        self.calls[(x.dtype, x.shape, phase, max_spins, block, num_programs)] = call
+        self.calls[(x.dtype, x.shape, phase, spins_arg, timeout, block, num_programs)] = call
         return call
 
     def config(self, n_words: int, block: int | None, num_programs: int | None) -> tuple[int, int, int]:
@@ -241,7 +293,8 @@ def lamport_allreduce(
     *,
     out: torch.Tensor | None = None,
     phase: Literal["both", "write", "reduce"] = "both",
-    max_spins: int = DEFAULT_MAX_SPINS,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    max_spins: int | None = None,
     block: int | None = None,
     num_programs: int | None = None,
 ) -> torch.Tensor:
@@ -262,9 +315,14 @@ def lamport_allreduce(
         simulated ranks in one process (``TRITON_INTERPRET=1``): run ``"write"`` for every
         rank, then ``"reduce"`` for every rank, since a waiting kernel cannot run beside
         the others there. ``"write"`` returns ``out`` unwritten.
+    timeout
+        Seconds (about: :data:`SPIN_SECONDS` converts them into re-reads) a call waits for
+        its peers' data; default :data:`DEFAULT_TIMEOUT_S` (10 s). Raise it where ranks can
+        be late by more (a cold compile cache on one rank at the first call). When it runs
+        out the kernel writes NaN for what it could not sum, sets the timeout flag and
+        poisons the workspace on every rank (see Notes).
     max_spins
-        How often one chunk of one slot is re-read before the kernel gives up, records a
-        timeout in the flag buffer and goes on; :meth:`LamportWorkspace.check` raises it.
+        The re-read budget of each program itself, instead of ``timeout`` (tests).
     block, num_programs
         Words per chunk (a power of two) and programs; default: about one chunk per
         multiprocessor (programs are capped there, so every program is resident).
@@ -277,6 +335,13 @@ def lamport_allreduce(
 
     Notes
     -----
+    Faults: after a timeout (here or on any rank) the workspace is poisoned until it is
+    rebuilt on every rank: :meth:`LamportWorkspace.check` raises
+    :class:`LamportTimeoutError`, and so does every later call once the host knows (on
+    the CPU at once; on a GPU once ``check()`` has seen it: until then a call on a
+    poisoned workspace waits for nobody and writes NaN). No call returns a wrong sum
+    without ``check()`` saying so.
+
     Memory: reads ``x``; writes this rank's slot of every rank's Lamport buffer, this
     rank's own previous round buffer, flag and layout buffers, and ``out``. A
     non-contiguous ``x``, or a 16-bit ``x`` with an odd number of elements, is first
@@ -298,16 +363,21 @@ def lamport_allreduce(
         _PLANS.pop(id(workspace), None)
         workspace.workspace  # noqa: B018 -- raises the owner's own "closed" error
         raise StateError("this Lamport workspace is closed")
+    if workspace.poisoned:
+        raise LamportTimeoutError(
+            f"rank {plan.rank}: this Lamport workspace is poisoned by an earlier timeout (a rank "
+            "skipped a call, or sizes/dtypes differed between ranks); rebuild it on every rank"
+        )
     if not isinstance(x, torch.Tensor):
         raise PtrTypeError(
             f"lamport_allreduce takes a float32, float16 or bfloat16 tensor (got {describe(x)})"
         )
-    if type(max_spins) is not int:
+    if max_spins is not None and type(max_spins) is not int:
         positive_int(max_spins, "max_spins")
     shape = x.shape
-    call = plan.calls.get((x.dtype, shape, phase, max_spins, block, num_programs))
+    call = plan.calls.get((x.dtype, shape, phase, max_spins, timeout, block, num_programs))
     if call is None:
-        call = plan.prepare(x, workspace, phase, max_spins, block, num_programs)
+        call = plan.prepare(x, workspace, phase, max_spins, timeout, block, num_programs)
     if plan.elsewhere(x):
         raise InvalidValueError(f"x is on {x.device}, the workspace on {plan.device}")
     contiguous = x.is_contiguous()

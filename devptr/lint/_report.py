@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import enum
 import json
+import os
+import urllib.parse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from devptr.lint.engine import Finding
 from devptr.lint.rules import RULES, Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+SRCROOT = "%SRCROOT%"
+"""The SARIF ``uriBaseId`` of result locations: the working directory of the run."""
 _LEVEL = {"defect": "error", "convention": "warning", "host": "note"}
 
 
@@ -41,8 +46,31 @@ def _fix_json(f: Finding) -> dict[str, Any] | None:
     }
 
 
-def _sarif(findings: Sequence[Finding], errors: Sequence[tuple[str, str]]) -> dict[str, Any]:
+def _folder_uri(folder: Path) -> str:
+    uri = folder.as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def artifact_location(path: str, root: Path) -> dict[str, str]:
+    """The SARIF ``artifactLocation`` of *path*: a percent-encoded URI relative to *root*
+    with ``uriBaseId`` %SRCROOT%, or an absolute ``file:`` URI for a path outside *root*.
+
+    Spaces, ``%``, ``#``, ``?`` and non-ASCII characters are percent-encoded (UTF-8), so
+    the URI names exactly the file (a raw ``#`` would start a fragment).
+    """
+    absolute = Path(os.path.abspath(path))
+    try:
+        rel = absolute.relative_to(root)
+    except ValueError:
+        return {"uri": absolute.as_uri()}
+    return {"uri": urllib.parse.quote(rel.as_posix(), safe="/"), "uriBaseId": SRCROOT}
+
+
+def _sarif(findings: Sequence[Finding], errors: Sequence[tuple[str, str]],
+           skipped: Sequence[tuple[str, str]]) -> dict[str, Any]:
     from devptr import __version__
+
+    root = Path(os.path.abspath(os.getcwd()))
 
     rules = [
         {
@@ -66,7 +94,7 @@ def _sarif(findings: Sequence[Finding], errors: Sequence[tuple[str, str]]) -> di
             "message": {"text": f.message},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": f.path.replace("\\", "/")},
+                    "artifactLocation": artifact_location(f.path, root),
                     "region": {"startLine": f.line, "startColumn": f.col + 1,
                                "endLine": f.end_line, "endColumn": f.end_col + 1},
                 }
@@ -75,9 +103,10 @@ def _sarif(findings: Sequence[Finding], errors: Sequence[tuple[str, str]]) -> di
         for f in findings
     ]
     notifications = [
-        {"level": "warning", "message": {"text": message},
-         "locations": [{"physicalLocation": {"artifactLocation": {"uri": path}}}]}
-        for path, message in errors
+        {"level": level, "message": {"text": message},
+         "locations": [{"physicalLocation": {"artifactLocation": artifact_location(path, root)}}]}
+        for level, items in (("error", errors), ("note", skipped))
+        for path, message in items
     ]
     return {
         "$schema": SARIF_SCHEMA,
@@ -85,24 +114,29 @@ def _sarif(findings: Sequence[Finding], errors: Sequence[tuple[str, str]]) -> di
         "runs": [{
             "tool": {"driver": {"name": "devptr check", "version": __version__,
                                 "rules": rules}},
+            "originalUriBaseIds": {SRCROOT: {"uri": _folder_uri(root)}},
             "results": results,
-            "invocations": [{"executionSuccessful": True,
+            "invocations": [{"executionSuccessful": not errors,
                              "toolExecutionNotifications": notifications}],
         }],
     }
 
 
 def render(findings: Sequence[Finding], errors: Sequence[tuple[str, str]],
-           fmt: OutputFormat) -> str:
-    """Render *findings* (and files that could not be checked) in *fmt*.
+           fmt: OutputFormat, *, skipped: Sequence[tuple[str, str]] = ()) -> str:
+    """Render *findings*, files that could not be checked (*errors*, which make the run
+    fail) and paths skipped on purpose (*skipped*: a FIFO, a link out of the tree) in *fmt*.
 
     Text: ``path:line:col: DP001 message`` (1-based column), one per line.
     JSON: ``{"findings": [...], "errors": [...]}`` with rule name, category, span and fix.
     GitHub: ``::error file=...,line=...,col=...,title=DP001::message`` workflow commands.
-    SARIF: a SARIF 2.1.0 log for code scanning.
+    SARIF: a SARIF 2.1.0 log for code scanning: locations are percent-encoded URIs
+    relative to ``%SRCROOT%`` (the working directory, in ``originalUriBaseIds``); errors and
+    skipped paths are tool execution notifications, and any error makes
+    ``executionSuccessful`` false.
     """
     if fmt is OutputFormat.SARIF:
-        return json.dumps(_sarif(findings, errors), indent=2)
+        return json.dumps(_sarif(findings, errors, skipped), indent=2)
     if fmt is OutputFormat.JSON:
         payload = {
             "findings": [
@@ -122,6 +156,7 @@ def render(findings: Sequence[Finding], errors: Sequence[tuple[str, str]],
                 for f in findings
             ],
             "errors": [{"path": p, "message": m} for p, m in errors],
+            "skipped": [{"path": p, "message": m} for p, m in skipped],
         }
         return json.dumps(payload, indent=2)
     lines: list[str] = []
@@ -135,11 +170,15 @@ def render(findings: Sequence[Finding], errors: Sequence[tuple[str, str]],
             )
             msg = _escape_github(f"{f.message}. Fix: {RULES[f.rule].fix}")
             lines.append(f"::{level} {props}::{msg}")
-        for path, message in errors:
-            lines.append(f"::warning file={_escape_github_prop(path)}::{_escape_github(message)}")
+        for level, items in (("error", errors), ("notice", skipped)):
+            for path, message in items:
+                what = _escape_github(message if level == "error" else f"skipped: {message}")
+                lines.append(f"::{level} file={_escape_github_prop(path)}::{what}")
         return "\n".join(lines)
     for f in findings:
         lines.append(f"{f.path}:{f.line}:{f.col + 1}: {f.code} {f.message}")
     for path, message in errors:
         lines.append(f"{path}: error: {message}")
+    for path, message in skipped:
+        lines.append(f"{path}: skipped: {message}")
     return "\n".join(lines)

@@ -64,9 +64,26 @@ def check_command(
     By default only defects run: code that fails or loses bits for addresses >= 2**63, or
     behaves differently on torch 2.13 and 2.14. Convention and host-address rules run when
     selected (--select ALL). Findings go to stdout, messages to stderr. Exits 1 when
-    anything is found, 2 on a usage or configuration error.
+    anything is found; 2 on a usage or configuration error, or when a file or folder could
+    not be read, decoded or parsed (reported in every format); 130 when interrupted.
     """
-    from devptr.lint.engine import iter_python_files
+    try:
+        _check(paths, output_format, select, extend_select, ignore, exclude, config, jobs,
+               progress, statistics, force_exclude)
+    except KeyboardInterrupt:
+        from devptr.lint.engine._pool import exit_now
+
+        typer.echo("devptr check: interrupted", err=True)
+        exit_now(130)
+
+
+def _check(
+    paths: list[Path], output_format: OutputFormat, select: list[str] | None,
+    extend_select: list[str] | None, ignore: list[str] | None, exclude: list[str] | None,
+    config: Path | None, jobs: int, progress: bool | None, statistics: bool,
+    force_exclude: bool,
+) -> None:
+    from devptr.lint.engine import Problem, iter_python_files
     from devptr.lint.engine._run import _analyze_files
 
     try:
@@ -80,7 +97,9 @@ def check_command(
     if missing:
         typer.echo(f"devptr check: no such path: {missing[0]}", err=True)
         raise typer.Exit(2)
-    files = [str(f) for f in iter_python_files(paths, cfg, force_exclude=force_exclude)]
+    problems: list[Problem] = []
+    files = [str(f) for f in iter_python_files(paths, cfg, force_exclude=force_exclude,
+                                               on_problem=problems.append)]
     n_jobs = jobs if jobs > 0 else (os.cpu_count() or 1)
     show = progress if progress is not None else (
         sys.stderr.isatty() and len(files) >= PROGRESS_MIN_FILES
@@ -98,8 +117,10 @@ def check_command(
     else:
         results = _analyze_files(files, rules, n_jobs, None)
     findings = sorted(f for r in results for f in r.findings)
-    errors = [(r.path, r.error) for r in results if r.error is not None]
-    text = render(findings, errors, output_format)
+    errors = [(p.path, p.message) for p in problems if p.failed]
+    errors += [(r.path, r.error) for r in results if r.error is not None]
+    skipped = [(p.path, p.message) for p in problems if not p.failed]
+    text = render(findings, errors, output_format, skipped=skipped)
     if text:
         sys.stdout.write(text + "\n")
         sys.stdout.flush()
@@ -109,8 +130,11 @@ def check_command(
             counts[f.code] = counts.get(f.code, 0) + 1
         for code in sorted(counts):
             typer.echo(f"{code}: {counts[code]}", err=True)
-    if statistics or (findings and output_format is OutputFormat.TEXT):
-        typer.echo(f"{len(findings)} finding(s) in {len(files)} file(s)", err=True)
+    if statistics or ((findings or errors) and output_format is OutputFormat.TEXT):
+        failed = f", {len(errors)} could not be checked" if errors else ""
+        typer.echo(f"{len(findings)} finding(s) in {len(files)} file(s){failed}", err=True)
+    if errors:
+        raise typer.Exit(2)
     if findings:
         raise typer.Exit(1)
 

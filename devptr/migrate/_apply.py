@@ -16,6 +16,7 @@ safety decision are the engine's (:mod:`devptr.lint.engine`); nothing here re-de
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Final, cast
@@ -51,7 +52,7 @@ def apply_findings(
     """
     index = SpanIndex(module)
     edits: dict[int, tuple[Edit, Finding, bool]] = {}
-    taken: list[tuple[int, int, int, int]] = []
+    taken = _Taken()
     todos: dict[int, list[Note]] = defaultdict(list)
     planned = [
         (finding, _plan(finding, options, index, edits, taken))
@@ -91,7 +92,7 @@ def _plan(
     options: Options,
     index: SpanIndex,
     edits: dict[int, tuple[Edit, Finding, bool]],
-    taken: list[tuple[int, int, int, int]],
+    taken: _Taken,
 ) -> str | None:
     """Plan the finding's edit; the TODO text when it gets none."""
     fix = finding.fix
@@ -104,10 +105,8 @@ def _plan(
     edit = BUILDERS[fix.kind](finding, fix, index)
     if edit is None:
         return f"{plain}; no mechanical rewrite for this shape"
-    extent = index.extent(edit.target)
-    if any(_overlap(extent, other) for other in taken):
+    if not taken.claim(index.extent(edit.target)):
         return f"{plain}; overlaps another fix, run devptr migrate again"
-    taken.append(extent)
     edits[id(edit.target)] = (edit, finding, fix.safety == "unsafe")
     return None
 
@@ -141,8 +140,23 @@ def _inside(extent: tuple[int, int, int, int], regions: list[tuple[int, int, int
     )
 
 
-def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
-    return (a[0], a[1]) < (b[2], b[3]) and (b[0], b[1]) < (a[2], a[3])
+class _Taken:
+    """The extents of the edits planned so far (pairwise disjoint), sorted by start, so an
+    overlap test is a binary search, not a scan of every earlier edit."""
+
+    def __init__(self) -> None:
+        self._starts: list[tuple[int, int]] = []
+        self._ends: list[tuple[int, int]] = []
+
+    def claim(self, extent: tuple[int, int, int, int]) -> bool:
+        """Take ``extent`` unless it overlaps one taken; whether it was taken."""
+        start, end = (extent[0], extent[1]), (extent[2], extent[3])
+        k = bisect.bisect_left(self._starts, end)  # the taken ones starting before our end
+        if k and self._ends[k - 1] > start:  # the last of them ends the latest (disjoint)
+            return False
+        self._starts.insert(k, start)
+        self._ends.insert(k, end)
+        return True
 
 
 class _Applier(cst.CSTTransformer):

@@ -18,7 +18,7 @@ from pathlib import Path
 import attrs
 import libcst as cst
 
-from devptr.lint.engine import Finding, analyze_source
+from devptr.lint.engine import Finding, SourceError, Stamp, analyze_source, read_source
 from devptr.lint.rules import Rule
 from devptr.migrate._apply import apply_findings
 from devptr.migrate._base import DEFAULT_LINE_LENGTH, MigrateStats, Options, default_rules
@@ -41,6 +41,12 @@ class Outcome:
     seconds: float = 0.0
     unsafe: dict[Rule, int] = attrs.field(factory=dict)
     """Applied fixes that were unsafe (a part of ``rewrites``; only with ``--unsafe-fixes``)."""
+    encoding: str = "utf-8"
+    """The file's encoding (``tokenize`` rules; ``utf-8-sig`` keeps a BOM when written)."""
+    stamp: Stamp | None = None
+    """The file as read (a writer refuses the file if it changed since)."""
+    digest: str = ""
+    """SHA-256 of the bytes read."""
 
     @property
     def changed(self) -> bool:
@@ -126,16 +132,23 @@ def migrate_file(
     unsafe_fixes: bool = False,
     line_length: int | None = None,
     findings: Sequence[Finding] | None = None,
+    stamp: Stamp | None = None,
 ) -> Outcome:
     """Migrate one file's text (without writing it). Errors are returned, not raised.
 
+    The file is read as Python reads it (BOM, coding cookie), line ends kept.
     ``line_length`` defaults to the one the file's project configures (see ``_project``).
+    ``stamp``: the file when ``findings`` were made; a file that changed since is an error.
     """
     start = time.perf_counter()
     try:
-        code = path.read_bytes().decode("utf-8")  # keeps \r\n line ends as they are
-    except (OSError, UnicodeDecodeError) as exc:
-        return Outcome(display, "", "", {}, {}, (), error=f"read failed: {exc}")
+        source = read_source(path)
+    except SourceError as exc:
+        return Outcome(display, "", "", {}, {}, (), error=str(exc))
+    if stamp is not None and source.stamp != stamp:
+        return Outcome(display, "", "", {}, {}, (),
+                       error="changed on disk since it was analysed; not migrated")
+    code = source.text
     try:
         length = line_length_for(path) if line_length is None else line_length
         outcome = migrate_source(
@@ -151,4 +164,5 @@ def migrate_file(
         return Outcome(display, code, code, {}, {}, (), error=why)
     except Exception as exc:  # a codemod bug must not stop a whole tree
         return Outcome(display, code, code, {}, {}, (), error=f"{type(exc).__name__}: {exc}")
-    return attrs.evolve(outcome, seconds=time.perf_counter() - start)
+    return attrs.evolve(outcome, seconds=time.perf_counter() - start,
+                        encoding=source.encoding, stamp=source.stamp, digest=source.digest)

@@ -9,8 +9,10 @@ on ``#   `` lines.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import textwrap
+from collections import Counter
 from typing import Final
 
 import libcst as cst
@@ -18,20 +20,83 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devptr.migrate._base import TODO_PREFIX
 from devptr.migrate._names import dotted
+from devptr.migrate._spans import innermost_by_line
 
 _MAX_ROUNDS: Final = 12
 TODO_CONTINUATION: Final = "#   "
 """How a wrapped TODO comment continues."""
 
 
+_DIFF_CELLS: Final = 40_000
+"""Largest ``len(a) * len(b)`` of a stretch without an anchor line that is matched with
+:class:`difflib.SequenceMatcher` (whose cost grows with that product); a larger one counts
+all its new lines as added (at worst, an old over-long line there is wrapped too)."""
+
+
+def _anchors(a: list[str], b: list[str], alo: int, ahi: int, blo: int, bhi: int,
+             ) -> list[tuple[int, int]]:
+    """Lines that occur once in ``a[alo:ahi]`` and once in ``b[blo:bhi]``, in an order both
+    agree on (the longest increasing run, as patience diff does): ``(i, j)`` pairs."""
+    count_a = Counter(a[alo:ahi])
+    count_b = Counter(b[blo:bhi])
+    where_a = {a[i]: i for i in range(alo, ahi) if count_a[a[i]] == 1}
+    pairs = [(where_a[b[j]], j) for j in range(blo, bhi)
+             if count_b[b[j]] == 1 and b[j] in where_a]
+    # longest run of pairs increasing in i (they are increasing in j already)
+    tails: list[int] = []
+    tail_at: list[int] = []
+    back: list[int] = []
+    for k, (i, _) in enumerate(pairs):
+        pos = bisect.bisect_left(tails, i)
+        back.append(tail_at[pos - 1] if pos else -1)
+        if pos == len(tails):
+            tails.append(i)
+            tail_at.append(k)
+        else:
+            tails[pos] = i
+            tail_at[pos] = k
+    out: list[tuple[int, int]] = []
+    k = tail_at[-1] if tail_at else -1
+    while k >= 0:
+        out.append(pairs[k])
+        k = back[k]
+    return out[::-1]
+
+
 def added_lines(old: str, new: str) -> set[int]:
-    """1-based numbers of the lines of ``new`` that are not kept lines of ``old``."""
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    found: set[int] = set()
-    for tag, _, _, j1, j2 in matcher.get_opcodes():
-        if tag != "equal":
-            found.update(range(j1 + 1, j2 + 1))
-    return found
+    """1-based numbers of the lines of ``new`` that are not kept lines of ``old``.
+
+    A patience-style line diff, linear in the lines but for the sort of the anchors: the
+    common head and tail are kept, lines unique on both sides anchor the rest, and the
+    stretches between anchors are matched with :mod:`difflib` when small (a whole-file
+    :class:`difflib.SequenceMatcher` took seconds to minutes on generated files with many
+    repeated lines: issue 22).
+    """
+    a, b = old.splitlines(), new.splitlines()
+    kept: set[int] = set()
+    stack = [(0, len(a), 0, len(b))]
+    while stack:
+        alo, ahi, blo, bhi = stack.pop()
+        while alo < ahi and blo < bhi and a[alo] == b[blo]:
+            kept.add(blo)
+            alo, blo = alo + 1, blo + 1
+        while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
+            kept.add(bhi - 1)
+            ahi, bhi = ahi - 1, bhi - 1
+        if alo == ahi or blo == bhi:
+            continue
+        anchors = _anchors(a, b, alo, ahi, blo, bhi)
+        if anchors:
+            for i, j in anchors:
+                kept.add(j)
+                stack.append((alo, i, blo, j))
+                alo, blo = i + 1, j + 1
+            stack.append((alo, ahi, blo, bhi))
+        elif (ahi - alo) * (bhi - blo) <= _DIFF_CELLS:
+            matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+            for block in matcher.get_matching_blocks():
+                kept.update(range(blo + block.b, blo + block.b + block.size))
+    return {j + 1 for j in range(len(b)) if j not in kept}
 
 
 def _overlong(old: str, new: str, limit: int) -> set[int]:
@@ -126,13 +191,22 @@ def fit_calls(module: cst.Module, old: str, limit: int) -> cst.Module:
                 calls.append((pos.start.line, pos.end.line, pos.start.column, node))
         lines = code.splitlines()
         targets: dict[int, tuple[int, str]] = {}
-        for line in sorted(long_lines):
-            holding = [c for c in calls if c[0] <= line <= c[1]]
-            if not holding:
+        ordered = sorted(long_lines)
+        outermost: dict[int, tuple[int, int, int, cst.Call]] = {}
+        for c in calls:  # for each long line, the outermost devptr call holding it
+            k = bisect.bisect_left(ordered, c[0])
+            while k < len(ordered) and ordered[k] <= c[1]:
+                best = outermost.get(ordered[k])
+                if best is None or (c[0], -c[1], c[2]) < (best[0], -best[1], best[2]):
+                    outermost[ordered[k]] = c
+                k += 1
+        starts = {c[0] for c in outermost.values()}
+        block = innermost_by_line([(s[0], s[1], s[2]) for s in statements], max(starts, default=0))
+        for line in ordered:
+            if line not in outermost:
                 continue
-            start, _, _, call = min(holding, key=lambda c: (c[0], -c[1], c[2]))
-            blocks = [s for s in statements if s[0] <= start <= s[1]]
-            block_indent = max(blocks, key=lambda s: s[0])[2] if blocks else 0
+            start, _, _, call = outermost[line]
+            block_indent = block[start] if block[start] is not None else 0
             text = lines[start - 1]
             line_indent = len(text) - len(text.lstrip())
             outer = " " * max(0, line_indent - block_indent)

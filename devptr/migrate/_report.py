@@ -17,7 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from devptr.lint.rules import RULES, Rule
+from devptr.migrate._engine import Outcome
 from devptr.migrate._runner import Summary, collect_files, iter_outcomes, parse_rules
+from devptr.migrate._write import WriteRefusedError, write_back
 
 
 def _line(console: Console, text: str) -> None:
@@ -42,11 +44,24 @@ def summary_table(summary: Summary, *, wrote: bool) -> Table:
             str(summary.todos[rule]),
         )
     verb = "changed" if wrote else "would change"
+    skipped = f", {len(summary.skipped)} skipped" if summary.skipped else ""
     table.caption = (
         f"{summary.scanned} files scanned, {summary.changed} {verb}, "
-        f"{len(summary.failures)} failed"
+        f"{len(summary.failures)} failed{skipped}"
     )
     return table
+
+
+def _write(path: Path, outcome: Outcome) -> str | None:
+    """Write ``outcome`` over ``path``; why not, when it was refused (the file is unchanged)."""
+    if outcome.stamp is None:
+        return "not written: the file was not read by this run"
+    try:
+        write_back(path, outcome.new, encoding=outcome.encoding, stamp=outcome.stamp,
+                   sha=outcome.digest)
+    except WriteRefusedError as exc:
+        return str(exc)
+    return None
 
 
 def run(
@@ -60,16 +75,26 @@ def run(
     jobs: int | None = None,
     err: Console | None = None,
 ) -> int:
-    """Migrate ``paths`` and report; returns the exit status (see ``command.py``)."""
+    """Migrate ``paths`` and report; returns the exit status (see ``command.py``).
+
+    Each changed file is written atomically (:mod:`devptr.migrate._write`); a file that
+    cannot be written, or changed since it was read, is reported and the run goes on. On
+    Ctrl-C the workers are stopped, every file is the old or the new one, and 130 is
+    returned.
+    """
     err = err or Console(stderr=True)
+    summary = Summary()
     try:
         rules = parse_rules(select, ignore)
-        files = collect_files(paths)
+        files = collect_files(paths, on_problem=summary.problem)
     except (ValueError, OSError) as exc:
         _line(err, f"error: {exc}")
         return 2
+    for path, why in summary.failures:
+        _line(err, f"error: {path}: {why}")
+    for path, why in summary.skipped:
+        _line(err, f"warning: {path}: skipped: {why}")
     write = not (diff or check)
-    summary = Summary()
     progress = Progress(
         TextColumn("migrating"),
         BarColumn(),
@@ -82,22 +107,29 @@ def run(
         disable=diff and sys.stdout.isatty() and err.is_terminal,
     )
     outcomes = iter_outcomes(files, rules, jobs, unsafe_fixes=unsafe_fixes)
-    with progress:
-        task = progress.add_task("files", total=len(files))
-        for path, outcome in zip(files, outcomes, strict=True):
-            summary.add(outcome)
-            progress.advance(task)
-            for line in outcome.warnings:
-                _line(progress.console, f"warning: {line}")
-            if outcome.error is not None:
-                _line(progress.console, f"error: {outcome.path}: {outcome.error}")
-            if not outcome.changed:
-                continue
-            if diff:
-                sys.stdout.write(outcome.diff())
-                sys.stdout.flush()
-            if write:
-                path.write_bytes(outcome.new.encode("utf-8"))
+    try:
+        with progress:
+            task = progress.add_task("files", total=len(files))
+            for path, outcome in zip(files, outcomes, strict=True):
+                summary.add(outcome)
+                progress.advance(task)
+                for line in outcome.warnings:
+                    _line(progress.console, f"warning: {line}")
+                if outcome.error is not None:
+                    _line(progress.console, f"error: {outcome.path}: {outcome.error}")
+                if not outcome.changed:
+                    continue
+                if diff:
+                    sys.stdout.write(outcome.diff())
+                    sys.stdout.flush()
+                if write and (why := _write(path, outcome)) is not None:
+                    summary.fail(outcome, why)
+                    _line(progress.console, f"error: {outcome.path}: {why}")
+    except KeyboardInterrupt:
+        outcomes.close()  # terminates the workers
+        done = f"{summary.changed} written" if write else "nothing written"
+        _line(err, f"interrupted: {done}; every other file is unchanged")
+        return 130
     err.print(summary_table(summary, wrote=write))
     if summary.failures:
         return 2

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import attrs
@@ -13,18 +13,23 @@ import attrs
 from devptr.lint._config import Config, find_pyproject, load_config
 from devptr.lint._selection import parse_selection, resolve
 from devptr.lint.checker import FileResult, check_paths
-from devptr.lint.engine import Finding, iter_python_files
+from devptr.lint.engine import Finding, Problem, Stamp, iter_python_files
+from devptr.lint.engine._files import OnProblem
+from devptr.lint.engine._pool import worker_pool
 from devptr.lint.rules import Rule
 from devptr.migrate._engine import Outcome, migrate_file
 
 
-def collect_files(paths: Iterable[Path], config: Config | None = None) -> list[Path]:
+def collect_files(
+    paths: Iterable[Path], config: Config | None = None, on_problem: OnProblem | None = None
+) -> list[Path]:
     """Python files under ``paths``: the file walker of ``devptr check``.
 
     :func:`devptr.lint.engine.iter_python_files`, honouring ``[tool.devptr] exclude`` of
     ``config`` (default: the nearest ``pyproject.toml`` above the first path) and the
     default excludes (``.git``, ``__pycache__``, ``build``, ``dist``...). Files named
-    explicitly are kept.
+    explicitly are kept. Symlinks out of ``paths``, FIFOs and devices are skipped and
+    folders that cannot be listed are failures: each goes to ``on_problem``.
 
     Raises
     ------
@@ -34,7 +39,7 @@ def collect_files(paths: Iterable[Path], config: Config | None = None) -> list[P
     roots = list(paths)
     if config is None:
         config = load_config(find_pyproject(roots[0] if roots else Path()))
-    return list(iter_python_files(roots, config))
+    return list(iter_python_files(roots, config, on_problem=on_problem))
 
 
 def display_name(path: Path) -> str:
@@ -45,12 +50,20 @@ def display_name(path: Path) -> str:
         return str(path)
 
 
-_Job = tuple[str, frozenset[Rule], bool, "tuple[Finding, ...] | None"]
+_Job = tuple[str, frozenset[Rule], bool, "tuple[Finding, ...] | None", "Stamp | None"]
 
 
 def _work(job: _Job) -> Outcome:
     path = Path(job[0])
-    return migrate_file(path, job[1], display_name(path), unsafe_fixes=job[2], findings=job[3])
+    return migrate_file(path, job[1], display_name(path), unsafe_fixes=job[2], findings=job[3],
+                        stamp=job[4])
+
+
+def _stamp(path: Path) -> Stamp | None:
+    try:
+        return Stamp.of(os.stat(path))
+    except OSError:
+        return None  # reading it reports why
 
 
 def default_jobs() -> int:
@@ -72,33 +85,32 @@ def iter_outcomes(
     modules included); then the files with findings (or that failed to analyse) are
     migrated, in ``jobs`` worker processes (default: every core). The others are left
     as they are without being parsed again. ``analysis``: that tree analysis, when the
-    caller has it already (one :class:`FileResult` per file, in order).
+    caller has it already (one :class:`FileResult` per file, in order). Each file's stat
+    stamp is taken before the analysis: a file that changes after it is not migrated.
+    Closing the generator (or an interrupt) terminates the workers at once.
     """
     jobs = default_jobs() if jobs is None else jobs
+    stamps = [_stamp(f) for f in files]
     results = check_paths(files, rules, jobs=jobs) if analysis is None else analysis
     work: list[_Job] = []
-    for f, result in zip(files, results, strict=True):
+    for f, result, stamp in zip(files, results, stamps, strict=True):
         if result.error is not None:
-            work.append((str(f), rules, unsafe_fixes, None))
+            work.append((str(f), rules, unsafe_fixes, None, None))
         elif result.findings:
-            work.append((str(f), rules, unsafe_fixes, tuple(result.findings)))
-    done: Iterator[Outcome]
-    if jobs <= 1 or len(work) < 2:
-        done = map(_work, work)
-        pool = None
-    else:
-        pool = ProcessPoolExecutor(max_workers=jobs)
-        done = pool.map(_work, work, chunksize=max(1, min(4, len(work) // (jobs * 4))))
-    try:
+            work.append((str(f), rules, unsafe_fixes, tuple(result.findings), stamp))
+    with contextlib.ExitStack() as stack:
+        done: Iterator[Outcome]
+        if jobs <= 1 or len(work) < 2:
+            done = map(_work, work)
+        else:
+            pool = stack.enter_context(worker_pool(jobs))
+            done = pool.map(_work, work, chunksize=max(1, min(4, len(work) // (jobs * 4))))
         pending = {w[0] for w in work}
         for f in files:
             if str(f) in pending:
                 yield next(done)
             else:
                 yield Outcome(display_name(f), "", "", {}, {}, ())
-    finally:
-        if pool is not None:
-            pool.shutdown()
 
 
 @attrs.define
@@ -112,6 +124,25 @@ class Summary:
     todos: Counter[Rule] = attrs.field(factory=Counter)
     failures: list[tuple[str, str]] = attrs.field(factory=list)
     changed_paths: list[str] = attrs.field(factory=list)
+    skipped: list[tuple[str, str]] = attrs.field(factory=list)
+    """Paths the walker skipped on purpose (a symlink out of the tree, a FIFO)."""
+
+    def problem(self, problem: Problem) -> None:
+        """Account for a path the walker did not hand out."""
+        if problem.failed:
+            self.failures.append((problem.path, problem.message))
+        else:
+            self.skipped.append((problem.path, problem.message))
+
+    def fail(self, outcome: Outcome, why: str) -> None:
+        """A changed file that could not be written: a failure, and none of its edits count."""
+        if outcome.path in self.changed_paths:
+            self.changed_paths.remove(outcome.path)
+            self.changed -= 1
+            self.rewrites.subtract(outcome.rewrites)
+            self.unsafe.subtract(outcome.unsafe)
+            self.todos.subtract(outcome.todos)
+        self.failures.append((outcome.path, why))
 
     def add(self, outcome: Outcome) -> None:
         """Account for one file's outcome."""

@@ -8,12 +8,39 @@ is built once per module, and only for a module where the engine found something
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from devptr.lint.engine import Span
+
+
+T = TypeVar("T")
+
+
+def innermost_by_line(intervals: Sequence[tuple[int, int, T]], last: int) -> list[T | None]:
+    """For each line ``0..last``, the item of the innermost interval holding it (or None).
+
+    ``intervals`` are ``(first line, last line, item)`` and nest properly (statements
+    do: two either nest or are disjoint, as line ranges). One sweep, ``O(lines +
+    intervals log intervals)``, instead of a scan of every interval per line.
+    """
+    out: list[T | None] = [None] * (last + 1)
+    order = sorted(range(len(intervals)), key=lambda k: (intervals[k][0], -intervals[k][1], k))
+    stack: list[int] = []
+    nxt = 0
+    for line in range(1, last + 1):
+        while stack and intervals[stack[-1]][1] < line:
+            stack.pop()
+        while nxt < len(order) and intervals[order[nxt]][0] <= line:
+            if intervals[order[nxt]][1] >= line:
+                stack.append(order[nxt])
+            nxt += 1
+        if stack:
+            out[line] = intervals[stack[-1]][2]
+    return out
 
 
 class SpanIndex:
@@ -25,6 +52,7 @@ class SpanIndex:
         self._exact: dict[tuple[int, int, int, int], list[cst.CSTNode]] = {}
         self._starts: dict[tuple[int, int], list[cst.CSTNode]] = {}
         self._statements: list[tuple[int, int, cst.CSTNode]] = []
+        self._holders: list[cst.CSTNode | None] | None = None
         self.assign_of: dict[int, cst.Assign] = {}
         """``id(target)`` -> the one-target assignment that stores into it."""
         self.attribute_of: dict[int, cst.Attribute] = {}
@@ -71,10 +99,12 @@ class SpanIndex:
         self, line: int
     ) -> cst.SimpleStatementLine | cst.BaseCompoundStatement | None:
         """The innermost statement whose lines include ``line``."""
-        holders = [s for s in self._statements if s[0] <= line <= s[1]]
-        if not holders:
+        if self._holders is None:
+            last = max((s[1] for s in self._statements), default=0)
+            self._holders = innermost_by_line(self._statements, last)
+        node = self._holders[line] if 0 <= line < len(self._holders) else None
+        if node is None:
             return None
-        node = min(holders, key=lambda s: (s[1] - s[0], -s[0]))[2]
         assert isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
         return node
 

@@ -1,7 +1,8 @@
 """``devptr migrate``: the typer command. libcst and rich are imported when it runs.
 
 Exit status: 0 when done (or nothing to change), 1 with ``--diff``/``--check`` when a file
-would change, 2 when a file could not be read or parsed, or a rule id is unknown.
+would change, 2 when a file or folder could not be read, decoded, parsed or written (or
+changed while the run read it), or a rule id is unknown; 130 when interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from typing import Annotated
 import typer
 
 from devptr.lint.rules import Rule
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT, what shells report)."""
 
 
 def _rule_range() -> str:
@@ -65,16 +69,27 @@ def migrate_command(
     try:
         from devptr.migrate._report import run
     except ImportError as exc:  # libcst is an optional dependency
-        typer.echo(f"devptr migrate needs libcst: pip install 'devptr[migrate]' ({exc})", err=True)
+        typer.echo(
+            f"devptr migrate needs libcst: pip install 'libcst>=1.9,<2' (devptr's migrate extra) ({exc})",
+            err=True,
+        )
         raise typer.Exit(2) from exc
 
-    status = run(
-        paths,
-        diff=diff,
-        check=check,
-        select=select,
-        ignore=ignore,
-        unsafe_fixes=unsafe_fixes,
-        jobs=jobs,
-    )
+    from devptr.lint.engine._pool import exit_now
+
+    try:
+        status = run(
+            paths,
+            diff=diff,
+            check=check,
+            select=select,
+            ignore=ignore,
+            unsafe_fixes=unsafe_fixes,
+            jobs=jobs,
+        )
+    except KeyboardInterrupt:  # before the files were walked: nothing written
+        typer.echo("interrupted: nothing written", err=True)
+        exit_now(130)
+    if status == INTERRUPTED:
+        exit_now(status)  # the workers were terminated: do not wait for their pool's threads
     raise typer.Exit(status)

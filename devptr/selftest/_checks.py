@@ -21,6 +21,7 @@ from devptr._buffer import PtrBuffer
 from devptr._encoding import Encoding, encoding_for
 from devptr._ptr import DevicePtr
 from devptr._sizes import SizeBuffer
+from devptr._storage import reachable_device
 from devptr._store import ptr_tensor, store
 from devptr.testing import HIGH_ADDRESSES
 
@@ -50,9 +51,15 @@ class Target:
 
 
 def find_target(device: str | None = None) -> Target:
-    """The first accelerator torch sees (``xpu``, then ``cuda``/HIP), else the CPU."""
+    """The first accelerator torch sees (``xpu``, then ``cuda``/HIP), else the CPU.
+
+    ``device`` goes through the core's resolver (:func:`devptr._storage.reachable_device`):
+    a name torch does not know is an :class:`~devptr.UnknownBackendError`, a device this
+    machine cannot reach (no driver, no such index, a build without it) a
+    :class:`~devptr.StateError`; ``devptr selftest`` prints either on one line (exit 2).
+    """
     if device is not None:
-        dev = torch.device(device)
+        dev = reachable_device(device)
     elif hasattr(torch, "xpu") and torch.xpu.is_available():
         dev = torch.device("xpu", 0)
     elif torch.cuda.is_available():

@@ -30,7 +30,8 @@ def test_layout_sections_cover_3n_plus_2() -> None:
     assert covered == list(range(14))
     assert lay.section("lamport") == range(8, 12)
     assert lay.slot_bytes == 1024
-    assert lay.lamport_bytes == 3 * 4096
+    assert lay.status_offset == 3 * 4096  # the round buffers, then the status block
+    assert lay.lamport_bytes == 3 * 4096 + 16
     assert LamportLayout(3, 4096).slot_bytes == 1360  # 1365 rounded down to 16
 
 
@@ -83,9 +84,10 @@ def test_local_group_table_points_at_real_buffers() -> None:
         assert ws.workspace.dtype == torch.int64
         assert ws.workspace.numpy().view(np.uint64).tolist() == ws.table.numpy().tolist()
         assert ws.max_message_bytes == 256
-    # every 32-bit word of every Lamport buffer starts as the empty-slot word (float32 -0.0)
+    # every 32-bit word of every Lamport buffer starts as the empty-slot word (float32 -0.0),
+    # the poison word too (healthy)
     for b in bufs:
-        assert b is not None and b.numel() == 3 * 3 * 256
+        assert b is not None and b.numel() == 3 * 3 * 256 + 16  # + the status block
         words = b.view(torch.int32).numpy().view(np.uint32)
         assert (words == SENTINEL_BITS).all()
         f = b.view(torch.float32)
@@ -184,3 +186,25 @@ def test_construction_errors() -> None:
             encoding="U64",  # type: ignore[arg-type]
             exchange=lambda p: fakes,
         )
+
+
+def test_devices_go_through_the_core_resolver() -> None:
+    """Issue 24: the adapter used torch.device() itself (torch's RuntimeError for "gpu")."""
+    from devptr import StateError, UnknownBackendError
+
+    fakes = [DevicePtr(a) for a in HIGH_ADDRESSES[:2]]
+
+    def build(device: object) -> LamportWorkspace:
+        return LamportWorkspace(
+            0, 2, 1024, device=device, peer_memory=FakePeerMemory(fakes), exchange=lambda p: fakes  # type: ignore[arg-type]
+        )
+
+    with pytest.raises(UnknownBackendError, match="gpu"):
+        build("gpu")
+    with pytest.raises(PtrTypeError, match="device"):
+        build(0)
+    if not torch.cuda.is_available():
+        with pytest.raises(StateError, match="not available"):
+            build("cuda:0")
+    with pytest.raises(UnknownBackendError):
+        local_group(2, 512, device="gpu")

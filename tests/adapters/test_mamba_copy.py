@@ -85,6 +85,17 @@ def test_failing_collect_writes_nothing() -> None:
     assert bufs.offset == 5
 
 
+@pytest.mark.parametrize(("src", "dest"), [(2, 0), (0, 2), (-1, 0), (0, -1)])
+def test_block_index_past_the_list_is_a_capacity_error(src: int, dest: int) -> None:
+    """Issue 22 #18: an index past a request's block list was a bare IndexError (and -1
+    silently picked the last block)."""
+    ctx = fake_context()
+    bufs = MambaCopyBuffers.create(1, GROUPS, FUNCS, MAMBA_GROUPS, pin_memory=False)
+    with pytest.raises(CapacityError, match="block index"):
+        collect_mamba_copy_meta(bufs, GROUPS, FUNCS, MAMBA_GROUPS, src, dest, 0, [[], [3, 4], [0, 0]], ctx)
+    assert bufs.offset == 0 and bufs.src_ptrs.numpy().tolist() == [0] * 5
+
+
 def _real_context(device: torch.device) -> dict[str, list[torch.Tensor]]:
     g = torch.Generator().manual_seed(0)
 

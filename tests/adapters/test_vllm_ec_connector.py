@@ -22,6 +22,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import torch
+from support import vllm_stand_ins as vs
 
 from devptr import DevicePtr
 from devptr.adapters.ec_connector import (
@@ -30,7 +31,9 @@ from devptr.adapters.ec_connector import (
     register_swap_op,
     unregister_swap_op,
 )
-from tools import vllm_stand_ins as vs
+from devptr.testing import table_bits
+
+pytestmark = pytest.mark.vllm  # needs vLLM 0.33.0's sources (support.opt_in)
 
 SIGN = 1 << 63
 DTYPE = torch.bfloat16
@@ -100,23 +103,19 @@ def _run_ours(region: torch.Tensor, outputs, saves, loads, copy=vs.host_memmove)
     return swap.calls, region_after, loaded, (done.completed_saves, done.completed_loads)
 
 
-def _u64(t: torch.Tensor) -> list[int]:
-    return (t.view(torch.uint64) if t.dtype == torch.int64 else t).tolist()
-
-
 def _assert_calls_match(
     theirs: list[vs.SwapCall], ours: list[vs.SwapCall], *, relative_dst_on_load: bool
 ) -> None:
     assert len(theirs) == len(ours) == 2  # one save batch, one load batch
     for k, (a, b) in enumerate(zip(theirs, ours, strict=True)):
         assert a.is_src_access_order_any == b.is_src_access_order_any
-        assert _u64(a.src) == _u64(b.src), f"call {k}: src"
+        assert table_bits(a.src) == table_bits(b.src), f"call {k}: src"
         assert a.sizes.tolist() == b.sizes.tolist(), f"call {k}: sizes"
         if k == 1 and relative_dst_on_load:  # each worker allocates its own load buffer
-            da, db = _u64(a.dst), _u64(b.dst)
+            da, db = table_bits(a.dst), table_bits(b.dst)
             assert [x - da[0] for x in da] == [x - db[0] for x in db]
         else:
-            assert _u64(a.dst) == _u64(b.dst), f"call {k}: dst"
+            assert table_bits(a.dst) == table_bits(b.dst), f"call {k}: dst"
         if a.src.dtype == b.src.dtype:  # same encoding: the very same tensors
             assert torch.equal(a.src, b.src) and torch.equal(a.sizes, b.sizes)
 
@@ -172,9 +171,9 @@ def test_high_device_addresses_bit_identical(xpu: bool, monkeypatch: pytest.Monk
         want_src = [DevicePtr.of(v).addr for v in outputs.values()]
     _assert_calls_match(theirs[0], ours[0], relative_dst_on_load=True)
     save, load = ours[0]
-    assert _u64(save.src)[0] == want_src[0] >= SIGN  # the first output starts the first run
-    assert all(a >= SIGN for a in _u64(save.src)) and all(a >= SIGN for a in _u64(load.dst))
-    assert all(a < SIGN for a in _u64(save.dst))  # the host region
+    assert table_bits(save.src)[0] == want_src[0] >= SIGN  # the first output starts the first run
+    assert all(a >= SIGN for a in table_bits(save.src)) and all(a >= SIGN for a in table_bits(load.dst))
+    assert all(a < SIGN for a in table_bits(save.dst))  # the host region
 
 
 @pytest.mark.parametrize("xpu", [False, True])
@@ -193,12 +192,12 @@ def test_add_copies_writes_vllms_bits(xpu: bool) -> None:
     assert theirs.src_ptrs.dtype == width
     mine = ours.host(n + 2)
     for t, o in zip((theirs.src_ptrs, theirs.dst_ptrs, theirs.sizes), mine, strict=True):
-        assert _u64(t[2 : n + 2]) == _u64(o[2 : n + 2])
+        assert table_bits(t[2 : n + 2]) == table_bits(o[2 : n + 2])
     if not xpu:  # vLLM's int64 alias cannot take the unsigned values as Python ints
         with pytest.raises(OverflowError):
             theirs.add_copies(0, [int(v) for v in src], dst, sizes)
         ours.add_copies(0, [DevicePtr(int(v)) for v in src], dst, sizes)
-        assert _u64(ours.host(n)[0]) == src.tolist()
+        assert table_bits(ours.host(n)[0]) == src.tolist()
 
 
 def _cupy_copy() -> object:

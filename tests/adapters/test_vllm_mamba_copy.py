@@ -8,7 +8,8 @@ biases) go to vLLM's ``MambaCopyBuffers`` / ``collect_mamba_copy_meta`` /
 - with every address at or above 2**63 (:func:`devptr.testing.high_addresses`) vLLM's
   numpy-uint64 writes handle them too: both tables stay bit-identical (torch 2.13, 2.14).
 
-vLLM's files come from the 0.33.0 wheel (``tools.vllm_ref``), executed unmodified.
+vLLM's files come from the 0.33.0 wheel (``tools.wheel_sources``), executed unmodified by
+``support.vllm_load``.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # before any kernel is compiled
 
+from support import vllm_stand_ins as vs
 from support.vllm_mamba import Model, Request, random_model, random_requests
 
 from devptr.adapters.mamba_copy import MambaCopyBuffers, collect_mamba_copy_meta, do_mamba_copy_block
 from devptr.testing import high_addresses
-from tools import vllm_stand_ins as vs
+
+pytestmark = pytest.mark.vllm  # needs vLLM 0.33.0's sources (support.opt_in)
 
 SIGN = np.uint64(1 << 63)
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")

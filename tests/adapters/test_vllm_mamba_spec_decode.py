@@ -24,12 +24,14 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+from support import vllm_stand_ins as vs
 from support.vllm_mamba import Model, random_model
 
 from devptr import Encoding
 from devptr.adapters.mamba_spec_decode import MambaSpecDecodeMetadata
 from devptr.testing import high_addresses
-from tools import vllm_stand_ins as vs
+
+pytestmark = pytest.mark.vllm  # needs vLLM 0.33.0's sources (support.opt_in)
 
 DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 SIGN = 1 << 63

@@ -18,7 +18,7 @@ from devptr import (
     PtrBuffer,
     PtrTypeError,
 )
-from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, FakeTensor, encoding_environment
+from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, FakeTensor, encoding_environment, table_bits
 
 addr_lists = st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=40)
 
@@ -36,7 +36,7 @@ def _roundtrip(values: list[int]) -> None:
     assert buf.numpy().tolist() == values
     dev = buf.to_device(encoding=Encoding.I64)
     assert dev.dtype == torch.int64
-    assert dev.view(torch.uint64).tolist() == values
+    assert table_bits(dev) == values
     assert buf.device(Encoding.U64).tolist() == values
 
 
@@ -177,3 +177,61 @@ def test_capacity_validation() -> None:
     with pytest.raises(PtrTypeError, match="capacity must be an int"):
         PtrBuffer(2.0)  # type: ignore[type-var]
     assert len(PtrBuffer(5)) == PtrBuffer(5).capacity == 5
+
+
+# -- issue 22 #18 and issue 24: the error taxonomy at construction and indexing ---------
+def test_numpy_integer_indices_work_like_ints() -> None:
+    buf = PtrBuffer(4, pin_memory=False)
+    for k in (np.int64(1), np.int32(2), np.uint64(3), np.uint8(0)):
+        buf[k] = DevicePtr(2**63 + int(k))  # type: ignore[index]
+        assert buf[k] == DevicePtr(2**63 + int(k))  # type: ignore[call-overload]
+    with pytest.raises(CapacityError, match="out of range"):
+        buf[np.int64(4)]  # type: ignore[call-overload]
+    with pytest.raises(PtrTypeError):
+        buf[np.bool_(True)]  # type: ignore[call-overload]
+
+
+def test_capacity_too_large_to_allocate_is_a_state_error() -> None:
+    from devptr import StateError
+
+    for capacity in (2**40, 2**61, 2**63):
+        with pytest.raises(StateError, match="could not allocate host memory"):
+            PtrBuffer(capacity, pin_memory=False)
+
+
+@pytest.mark.parametrize(
+    ("device", "error"),
+    [
+        ("gpu", "UnknownBackendError"),
+        ("cuda:x", "UnknownBackendError"),
+        (0, "PtrTypeError"),
+        (1.0, "PtrTypeError"),
+    ],
+)
+def test_bad_device_names_raise_the_same_class_as_ptr_tensor(device: object, error: str) -> None:
+    import devptr
+
+    cls = getattr(devptr, error)
+    with pytest.raises(cls):
+        PtrBuffer(2, device=device)  # type: ignore[arg-type]
+    with pytest.raises(cls):
+        devptr.ptr_tensor([DevicePtr(8)], device=device)  # type: ignore[arg-type]
+
+
+def test_deepcopy_owns_its_storage_and_pickling_is_refused() -> None:
+    import copy
+    import pickle
+
+    buf = PtrBuffer(3, device="cpu", pin_memory=False)
+    buf[0] = DevicePtr(2**64 - 8)
+    buf.to_device()
+    dup = copy.deepcopy(buf)
+    dup[1] = DevicePtr(16)
+    assert dup.host(Encoding.U64).tolist() == [2**64 - 8, 16, 0]  # the view and the entries agree
+    assert buf[1] == DevicePtr(0)  # the original is untouched
+    assert dup.device(Encoding.U64).tolist() == [2**64 - 8, 0, 0]  # the mirror was copied too
+    alias = copy.copy(buf)  # a second handle over the same storage
+    alias[2] = DevicePtr(24)
+    assert buf[2] == DevicePtr(24)
+    with pytest.raises(PtrTypeError, match="cannot be pickled"):
+        pickle.dumps(buf)

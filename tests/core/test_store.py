@@ -22,7 +22,7 @@ from devptr import (
     ptr_tensor,
     store,
 )
-from devptr.testing import PATTERN_ADDRESSES, FakeTensor
+from devptr.testing import PATTERN_ADDRESSES, FakeTensor, table_bits
 
 CONTAINERS = {
     "torch-i64": lambda n: torch.zeros(n, dtype=torch.int64),
@@ -32,25 +32,19 @@ CONTAINERS = {
 }
 
 
-def _bits(c: torch.Tensor | np.ndarray) -> list[int]:
-    if isinstance(c, torch.Tensor):
-        c = c.cpu().numpy()
-    return [int(v) for v in c.view(np.uint64)]
-
-
 @pytest.mark.parametrize("kind", CONTAINERS)
 def test_scalar_and_slice_patterns(kind: str) -> None:
     n = len(PATTERN_ADDRESSES)
     c = CONTAINERS[kind](n)
     for i, a in enumerate(PATTERN_ADDRESSES):
         store(c, i, DevicePtr(a))
-    assert _bits(c) == list(PATTERN_ADDRESSES)
+    assert table_bits(c) == list(PATTERN_ADDRESSES)
     c2 = CONTAINERS[kind](n + 2)
     store(c2, slice(1, n + 1), [DevicePtr(a) for a in PATTERN_ADDRESSES])
-    assert _bits(c2) == [0, *PATTERN_ADDRESSES, 0]
+    assert table_bits(c2) == [0, *PATTERN_ADDRESSES, 0]
     c3 = CONTAINERS[kind](n)
     store(c3, slice(None), np.array(PATTERN_ADDRESSES, dtype=np.uint64))
-    assert _bits(c3) == list(PATTERN_ADDRESSES)
+    assert table_bits(c3) == list(PATTERN_ADDRESSES)
 
 
 @settings(max_examples=40, deadline=None)
@@ -58,7 +52,7 @@ def test_scalar_and_slice_patterns(kind: str) -> None:
 def test_random_store(values: list[int], kind: str) -> None:
     c = CONTAINERS[kind](len(values))
     store(c, slice(0, len(values)), [DevicePtr(a) for a in values])
-    assert _bits(c) == values
+    assert table_bits(c) == values
 
 
 def test_int64_container_reads_twos_complement() -> None:
@@ -74,14 +68,14 @@ def test_2d_and_tuple_index() -> None:
     t = torch.zeros((2, 3), dtype=torch.int64)
     store(t, (1, 2), DevicePtr(2**63))
     store(t, (0, slice(0, 2)), [DevicePtr(1), DevicePtr(2**64 - 1)])
-    assert _bits(t.reshape(-1)) == [1, 2**64 - 1, 0, 0, 0, 2**63]
+    assert table_bits(t.reshape(-1)) == [1, 2**64 - 1, 0, 0, 0, 2**63]
 
 
 def test_from_tensors() -> None:
     ts = [torch.zeros(3), torch.zeros(5)]
     c = np.zeros(2, dtype=np.int64)
     store(c, slice(0, 2), ts)
-    assert _bits(c) == [t.data_ptr() for t in ts]
+    assert table_bits(c) == [t.data_ptr() for t in ts]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float64, torch.uint32])
@@ -127,8 +121,8 @@ def test_ptr_tensor(enc: Encoding) -> None:
     ptrs = [DevicePtr(a) for a in PATTERN_ADDRESSES]
     t = ptr_tensor(ptrs, encoding=enc)
     assert t.dtype == enc.torch_dtype
-    assert _bits(t) == list(PATTERN_ADDRESSES)
-    assert _bits(ptr_tensor([FakeTensor(2**64 - 8), FakeTensor(-16)], encoding=enc)) == [
+    assert table_bits(t) == list(PATTERN_ADDRESSES)
+    assert table_bits(ptr_tensor([FakeTensor(2**64 - 8), FakeTensor(-16)], encoding=enc)) == [
         2**64 - 8,
         2**64 - 16,
     ]

@@ -74,3 +74,34 @@ def test_errors_write_nothing() -> None:
         PtrTable(2, {})
     with pytest.raises(PtrTypeError):
         PtrTable(2, {"a": "ptr"})  # type: ignore[dict-item]
+
+
+def test_empty_batch_writes_nothing_and_returns_start() -> None:
+    from devptr.kernels import SEGMENT_COLUMNS
+
+    table = PtrTable(4, SEGMENT_COLUMNS, pin_memory=False)
+    table.fill(0, src=[DevicePtr(8)], dst=[DevicePtr(16)], size=[4])
+    before = table.numpy().copy()
+    assert table.fill(1, src=[], dst=[], size=[]) == 1
+    assert table.fill(4, src=[], dst=[], size=()) == 4
+    assert (table.numpy() == before).all()
+    with pytest.raises(CapacityError):
+        table.fill(5, src=[], dst=[], size=[])
+
+
+def test_row_assignment_takes_a_mapping() -> None:
+    import copy
+    import pickle
+
+    table = PtrTable(2, {"p": Column.PTR, "n": Column.INT}, pin_memory=False)
+    for bad in (5, [DevicePtr(8), 1], "p"):
+        with pytest.raises(PtrTypeError, match="mapping"):
+            table[0] = bad  # type: ignore[assignment]
+    assert (table.numpy() == 0).all()
+    table[np.int64(1)] = {"p": DevicePtr(2**63), "n": -1}  # type: ignore[index]
+    dup = copy.deepcopy(table)
+    dup[0] = {"p": DevicePtr(8), "n": 2}
+    assert dup[1] == {"p": DevicePtr(2**63), "n": -1} and table[0] == {"p": DevicePtr(0), "n": 0}
+    assert dup.column("n").tolist() == [2, -1]
+    with pytest.raises(PtrTypeError, match="cannot be pickled"):
+        pickle.dumps(table)

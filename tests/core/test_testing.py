@@ -79,3 +79,23 @@ def test_marker_with_host_flips_cpu_tensors() -> None:
 def test_without_the_marker_nothing_is_flipped() -> None:
     assert torch.empty(1, device="meta").data_ptr() == 0
     assert torch.zeros(1).data_ptr() < 2**63
+
+
+def test_table_bits_reads_every_encoding_as_unsigned() -> None:
+    import numpy as np
+
+    from devptr import PtrTypeError
+    from devptr.testing import table_bits
+
+    want = [2**64 - 1, 5, 2**63]
+    i64 = torch.tensor([-1, 5, -(2**63)], dtype=torch.int64)
+    assert table_bits(i64) == want
+    assert table_bits(i64.view(torch.uint64)) == want
+    assert table_bits(i64.numpy()) == want
+    assert table_bits(i64.numpy().view(np.uint64)) == want
+    assert table_bits(i64.reshape(3, 1)[::1]) == want
+    assert table_bits([-1, 5, -(2**63)]) == want
+    assert table_bits(i64[::2]) == [want[0], want[2]]  # a strided view, read in order
+    for bad in (torch.zeros(2, dtype=torch.int32), np.zeros(2, dtype=np.float64), 7):
+        with pytest.raises(PtrTypeError):
+            table_bits(bad)

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from support.segment_cases import arenas, random_plan, reference
+from support.segment_cases import arenas, random_plan, reference, scattered
 
 pytest.importorskip("triton")
 
@@ -59,28 +59,51 @@ def test_random_segments_match_torch(seed: int, kernel_device: torch.device) -> 
     assert torch.equal(dst_mem, want)
 
 
-@pytest.mark.parametrize("shift", [0, 8, 24, 4, 12, 2, 1, 7])  # agree mod 16, 8, 4, 2, none
+@pytest.mark.parametrize("shift", [0, 8, 24, 4, 12, 2, 1, 7, 3, 15])  # agree mod 16, 8, 4, 2, none
 @pytest.mark.parametrize("base", [0, 3])
 def test_every_alignment_class_copies_exactly(shift: int, base: int, kernel_device: torch.device) -> None:
-    # 4093-byte segments whose sources and destinations agree modulo 16, 8 or 4 (the word
-    # paths, with head and tail bytes) or not even modulo 4 (the byte path); split over
-    # programs with remainders (chunk 1024, split 3).
-    sizes = [4093, 4093, 1, 7, 4093 * 2 + 5]
+    # 4093-byte segments whose sources and destinations agree modulo 16 (the 16-byte path)
+    # or differ modulo 16 (the shifted path: whole words when they agree modulo 8, else a
+    # funnel shift of two source words), with head and tail bytes, short segments that are
+    # all head, and remainders; split over programs (chunk 1024, split 3).
+    sizes = [4093, 4093, 1, 7, 15, 16, 17, 31, 33, 4093 * 2 + 5]
     src_offs, dst_offs, s, d = [], [], base, base + shift
     for z in sizes:
         src_offs.append(s)
         dst_offs.append(d)
         s += z + 16
         d += z + 16
-    g = torch.Generator().manual_seed(shift)
-    src_mem = torch.randint(0, 256, (s + 64,), dtype=torch.uint8, generator=g).to(kernel_device)
-    dst_mem = torch.full((d + 64,), 0xA5, dtype=torch.uint8, device=kernel_device)
+    _copy_and_compare(src_offs, dst_offs, sizes, s, d, kernel_device, shift, chunk=1024, split=3)
+
+
+def _copy_and_compare(
+    src_offs: list[int],
+    dst_offs: list[int],
+    sizes: list[int],
+    src_bytes: int,
+    dst_bytes: int,
+    device: torch.device,
+    seed: int,
+    **knobs: int,
+) -> None:
+    """Random source bytes, a poisoned destination, one launch, and a byte-exact check."""
+    g = torch.Generator().manual_seed(seed)
+    src_mem = torch.randint(0, 256, (src_bytes + 16,), dtype=torch.uint8, generator=g).to(device)
+    dst_mem = torch.full((dst_bytes + 16,), 0xA5, dtype=torch.uint8, device=device)
     want = dst_mem.clone()
     for so, do, z in zip(src_offs, dst_offs, sizes, strict=True):
         want[do : do + z] = src_mem[so : so + z]
-    src, dst, sz = _tables(src_mem, dst_mem, src_offs, dst_offs, sizes, kernel_device)
-    batch_memcpy(src, dst, sz, chunk=1024, split=3)
+    src, dst, sz = _tables(src_mem, dst_mem, src_offs, dst_offs, sizes, device)
+    batch_memcpy(src, dst, sz, **knobs)
     assert torch.equal(dst_mem, want)
+
+
+def test_random_relative_alignment_one_launch(kernel_device: torch.device) -> None:
+    # many segments of odd sizes, each at its own source and destination offset modulo
+    # 16, in one launch with the launcher's own split and step (the benchmark's case)
+    sizes = [random.Random(11 + k).randrange(700) for k in range(64)]
+    src_offs, dst_offs, s, d = scattered(sizes, 11)
+    _copy_and_compare(src_offs, dst_offs, sizes, s, d, kernel_device, 5)
 
 
 @pytest.mark.parametrize("encoding", [Encoding.I64, Encoding.U64])

@@ -9,7 +9,7 @@ from support.state_cases import make_setup, reference
 pytest.importorskip("triton")
 
 from devptr import CapacityError, LengthMismatchError, PtrBuffer, PtrTypeError
-from devptr.kernels import copy_state_blocks
+from devptr.kernels import copy_state_blocks, state_copy_config
 
 
 def _run(setup, device, src, dst, bias, n, **kw):  # type: ignore[no-untyped-def]
@@ -37,8 +37,12 @@ def _group_ptrs(setup, device):  # type: ignore[no-untyped-def]
     return buf
 
 
+@pytest.mark.parametrize(("tiles", "chunk"), [(3, 512), (16, 256)])  # few programs; many idle
+@pytest.mark.parametrize("slices", [False, True])
 @pytest.mark.parametrize("skip_same_block", [False, True])
-def test_state_copies_match_vllm_copy_specs(skip_same_block: bool, kernel_device: torch.device) -> None:
+def test_state_copies_match_vllm_copy_specs(
+    skip_same_block: bool, slices: bool, tiles: int, chunk: int, kernel_device: torch.device
+) -> None:
     setup = make_setup(kernel_device, seed=1)
     # req 0: plain move; 1: shift by 2 across blocks; 2: same-column shift (memmove in place);
     # 3: skipped (src -1); 4: same column, bias 0 (skipped); 5: shift 3 (window of 1 token)
@@ -46,8 +50,8 @@ def test_state_copies_match_vllm_copy_specs(skip_same_block: bool, kernel_device
     dst = [5, 6, 3, 2, 2, 7]
     bias = [0, 2, 1, 0, 0, 3]
     want = reference(setup, src, dst, bias, list(range(6)), skip_same_block)
-    _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=skip_same_block, tiles=3,
-         chunk=512, byte_chunk=64)
+    _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=skip_same_block, tiles=tiles,
+         slices=slices, chunk=chunk, byte_chunk=64)
     for got, exp in zip(setup.states, want, strict=True):
         assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
 
@@ -76,3 +80,20 @@ def test_launcher_validates(kernel_device: torch.device) -> None:
         copy_state_blocks(short, setup.meta, ptrs, 8, cols, cols, cols, 1)
     with pytest.raises(PtrTypeError):
         copy_state_blocks(setup.bases, setup.meta, ptrs, 8, cols.float(), cols, cols, 1)
+
+
+def test_launcher_defaults_for_a_batch(kernel_device: torch.device) -> None:
+    # one 4 KiB step per program for the largest copy, at most 512 programs per copy
+    kib = 1024
+    assert state_copy_config([48 * kib, 2048 * kib], 1, kernel_device)["tiles"] == 512
+    assert state_copy_config([48 * kib, 64 * kib], 8, kernel_device)["tiles"] == 16
+    assert state_copy_config([100], 2, kernel_device)["tiles"] == 1
+    assert state_copy_config([], 2, kernel_device)["tiles"] == 1
+    setup = make_setup(kernel_device, seed=4)
+    src, dst, bias = [0, 1, 3, 2, 0, 4], [5, 6, 3, 1, 2, 7], [1, 0, 2, 0, 3, 1]
+    want = reference(setup, src, dst, bias, list(range(6)), True)
+    sizes = [s[0].numel() * s.element_size() for s in setup.states]
+    knobs = state_copy_config(sizes, 6, kernel_device)
+    _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=True, **knobs)
+    for got, exp in zip(setup.states, want, strict=True):
+        assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))

@@ -193,11 +193,16 @@ def test_missing_path_exits_2(tmp_path: Path) -> None:
     assert runner.invoke(app, ["check", str(tmp_path / "nope")]).exit_code == 2
 
 
-def test_syntax_error_is_reported_not_fatal(tmp_path: Path) -> None:
+def test_syntax_error_is_reported_and_exits_2(tmp_path: Path) -> None:
+    """Issue 22 (16): a file that does not parse is reported and the run fails (exit 2),
+    while the other files are still checked."""
     (tmp_path / "bad.py").write_text("def f(:\n    x.data_ptr()\n")
+    (tmp_path / "good.py").write_text("import torch\nt = torch.zeros(2, dtype=torch.int64)\n"
+                                      "def f(x):\n    t[0] = x.data_ptr()\n")
     code, out = _check(str(tmp_path))
-    assert code == 0
+    assert code == 2
     assert "bad.py: error: syntax error at line 1" in out
+    assert "good.py:4:5: DP001" in out
 
 
 def test_devptr_follows_its_own_convention() -> None:

@@ -17,14 +17,13 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 
 import devptr
 from devptr.lint.rules import Rule
 from devptr.migrate import migrate_source
-from devptr.testing import HIGH_ADDRESSES, FakeTensor
+from devptr.testing import HIGH_ADDRESSES, FakeTensor, table_bits
 
 LOW_ADDRESSES = (0x7F3A_0000_1000, 0x10_0000, (1 << 63) - 8)
 TORCH_214 = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 14)
@@ -56,15 +55,6 @@ def _forms(
     return namespaces[0], namespaces[1], outcome.new
 
 
-def _bits(value: Any) -> list[int]:
-    """Unsigned 64-bit contents of an int64/uint64 tensor or array, or of an int list."""
-    if isinstance(value, torch.Tensor):
-        value = value.cpu().view(torch.int64).numpy()
-    if isinstance(value, np.ndarray):
-        return [int(v) for v in value.view(np.uint64)]
-    return [int(v) % (1 << 64) for v in value]
-
-
 def _fakes(addresses: tuple[int, ...]) -> list[FakeTensor]:
     return [FakeTensor(a) for a in addresses]
 
@@ -75,15 +65,15 @@ def _assert_kept(
     expected: Callable[[tuple[int, ...]], list[int]],
     high_error: tuple[type[BaseException], str] | None,
 ) -> None:
-    low = _bits(run_before(_fakes(LOW_ADDRESSES)))
-    assert low == _bits(run_after(_fakes(LOW_ADDRESSES))) == expected(LOW_ADDRESSES)
+    low = table_bits(run_before(_fakes(LOW_ADDRESSES)))
+    assert low == table_bits(run_after(_fakes(LOW_ADDRESSES))) == expected(LOW_ADDRESSES)
     if high_error is None:
-        high = _bits(run_before(_fakes(HIGH_ADDRESSES)))
-        assert high == _bits(run_after(_fakes(HIGH_ADDRESSES))) == expected(HIGH_ADDRESSES)
+        high = table_bits(run_before(_fakes(HIGH_ADDRESSES)))
+        assert high == table_bits(run_after(_fakes(HIGH_ADDRESSES))) == expected(HIGH_ADDRESSES)
     else:
         with pytest.raises(high_error[0], match=high_error[1]):
             run_before(_fakes(HIGH_ADDRESSES))
-        assert _bits(run_after(_fakes(HIGH_ADDRESSES))) == expected(HIGH_ADDRESSES)
+        assert table_bits(run_after(_fakes(HIGH_ADDRESSES))) == expected(HIGH_ADDRESSES)
 
 
 def _same(addresses: tuple[int, ...]) -> list[int]:
@@ -168,7 +158,7 @@ def test_dp004_helper_before_a_store_int64_and_uint64() -> None:
             with pytest.raises(OverflowError, match="can't convert negative int to unsigned"):
                 form["run"](high, torch.uint64)
         else:
-            assert _bits(form["run"](high, torch.uint64)) == list(HIGH_ADDRESSES)
+            assert table_bits(form["run"](high, torch.uint64)) == list(HIGH_ADDRESSES)
 
 
 # -- DP002 ---------------------------------------------------------------------------------
@@ -254,11 +244,11 @@ def test_dp003_int64_arithmetic() -> None:
     lows = tuple(a for a in LOW_ADDRESSES if a < (1 << 62))
     highs = tuple(a for a in HIGH_ADDRESSES if a + 5 * 256 < (1 << 64))
     expected = _strided([0, 1, 5], 256)
-    assert _bits(before["run"](_fakes(lows))) == _bits(after["run"](_fakes(lows)))
-    assert _bits(after["run"](_fakes(lows))) == expected(lows)
+    assert table_bits(before["run"](_fakes(lows))) == table_bits(after["run"](_fakes(lows)))
+    assert table_bits(after["run"](_fakes(lows))) == expected(lows)
     with pytest.raises(OverflowError, match=NP_OVERFLOW[1]):
         before["run"](_fakes(highs))
-    assert _bits(after["run"](_fakes(highs))) == expected(highs)
+    assert table_bits(after["run"](_fakes(highs))) == expected(highs)
 
 
 def test_dp003_uint64_arithmetic_is_not_a_defect() -> None:
@@ -270,7 +260,7 @@ def test_dp003_uint64_arithmetic_is_not_a_defect() -> None:
     safe_high = tuple(a for a in HIGH_ADDRESSES if a + 7 * 4096 < (1 << 64))
     expected = _strided([0, 3, 7], 4096)
     for addresses in (LOW_ADDRESSES, safe_high):
-        assert _bits(ns["run"](_fakes(addresses))) == expected(addresses)
+        assert table_bits(ns["run"](_fakes(addresses))) == expected(addresses)
 
 
 # -- DP004 ---------------------------------------------------------------------------------
@@ -292,11 +282,11 @@ def test_dp004_same_signed_values_everywhere() -> None:
         got = before["run"](_fakes(addresses))
         assert got == after["run"](_fakes(addresses))
         assert all(-(1 << 63) <= v < (1 << 63) for v in got)  # fits a custom-op int
-        assert _bits(got) == list(addresses)
+        assert table_bits(got) == list(addresses)
     # a custom-op int argument takes the signed value, never the raw high address
     t = torch.zeros(1, dtype=torch.int64)
     t.fill_(after["run"](_fakes((HIGH_ADDRESSES[-1],)))[0])
-    assert _bits(t) == [HIGH_ADDRESSES[-1]]
+    assert table_bits(t) == [HIGH_ADDRESSES[-1]]
 
 
 # -- DP005 ---------------------------------------------------------------------------------
@@ -329,4 +319,4 @@ def test_dp005_same_dtype_per_platform(
     # and the table built with that dtype holds the address bits on the host path
     table = torch.empty(len(HIGH_ADDRESSES), dtype=dtype)
     devptr.store(table, slice(0, None), [devptr.DevicePtr(a) for a in HIGH_ADDRESSES])
-    assert _bits(table) == list(HIGH_ADDRESSES)
+    assert table_bits(table) == list(HIGH_ADDRESSES)

@@ -87,7 +87,7 @@ def test_migrated_tree_behaves(tree: Path, monkeypatch: pytest.MonkeyPatch) -> N
     """The migrated modules import and run with high fake addresses."""
     import torch
 
-    from devptr.testing import HIGH_ADDRESSES, FakeTensor
+    from devptr.testing import HIGH_ADDRESSES, FakeTensor, table_bits
 
     assert _invoke(str(tree), "--select", "ALL", "--unsafe-fixes")[0] == 0
     monkeypatch.syspath_prepend(str(tree))
@@ -100,10 +100,10 @@ def test_migrated_tree_behaves(tree: Path, monkeypatch: pytest.MonkeyPatch) -> N
     ctx.block_table_ptrs = torch.zeros(4, dtype=torch.int64)
     fakes = [FakeTensor(a) for a in HIGH_ADDRESSES]
     ctx.initialize(fakes, fakes)
-    assert [v % 2**64 for v in ctx.state_base_addrs.tolist()] == list(HIGH_ADDRESSES)
+    assert table_bits(ctx.state_base_addrs) == list(HIGH_ADDRESSES)
     table = lamport_like.kv_tables(dict(enumerate(fakes)), "cpu")
     assert table.dtype == torch.int64
-    assert [v % 2**64 for v in table.tolist()] == list(HIGH_ADDRESSES)
+    assert table_bits(table) == list(HIGH_ADDRESSES)
 
 
 def test_select_limits_rules(tree: Path) -> None:

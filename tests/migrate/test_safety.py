@@ -18,7 +18,7 @@ import torch
 
 from devptr.lint.rules import Rule
 from devptr.migrate import Outcome, migrate_source
-from devptr.testing import HIGH_ADDRESSES, FakeTensor
+from devptr.testing import HIGH_ADDRESSES, FakeTensor, table_bits
 
 
 def _migrate(code: str, **options: Any) -> Outcome:
@@ -30,10 +30,6 @@ def _run(code: str, name: str, *args: Any) -> Any:
     namespace: dict[str, Any] = {}
     exec(compile(code, "case.py", "exec"), namespace)
     return namespace[name](*args)
-
-
-def _bits(t: torch.Tensor) -> list[int]:
-    return [int(v) % 2**64 for v in t.view(torch.int64).tolist()]
 
 
 STACKED = """
@@ -53,11 +49,11 @@ def test_comprehension_over_a_stacked_tensor_keeps_iterating_it() -> None:
     for layers in (stacked, rows, tuple(rows), iter(rows)):
         before = _run(textwrap.dedent(STACKED), "table", layers)
         again = iter(rows) if not isinstance(layers, (torch.Tensor, list, tuple)) else layers
-        assert _bits(_run(out.new, "table", again)) == _bits(before)
+        assert table_bits(_run(out.new, "table", again)) == table_bits(before)
     fakes = [FakeTensor(a) for a in HIGH_ADDRESSES]
     with pytest.raises(ValueError, match="Overflow when unpacking long long"):
         _run(textwrap.dedent(STACKED), "table", fakes)
-    assert _bits(_run(out.new, "table", fakes)) == list(HIGH_ADDRESSES)
+    assert table_bits(_run(out.new, "table", fakes)) == list(HIGH_ADDRESSES)
 
 
 def test_collapsed_form_would_break_the_stacked_tensor() -> None:
@@ -129,7 +125,7 @@ def test_slice_store_that_may_broadcast_is_unsafe() -> None:
     applied = _migrate(BROADCAST, unsafe_fixes=True)
     one = [torch.zeros(2)]
     expected = one[0].data_ptr()
-    assert _bits(_run(source, "fill", one, 3)) == [expected] * 3  # broadcast
+    assert table_bits(_run(source, "fill", one, 3)) == [expected] * 3  # broadcast
     import devptr
 
     with pytest.raises(devptr.LengthMismatchError):

@@ -46,3 +46,26 @@ def test_a_failing_check_is_reported_as_fail() -> None:
     bogus = Target(torch.device("meta"), "meta", True, "meta device")
     result = check_tables(bogus)
     assert result.status == "FAIL" and result.detail
+
+
+def _missing_devices() -> list[str]:
+    import torch
+
+    cuda = "cuda:99" if HAS_GPU else "cuda"  # a CUDA device this machine does not have
+    xpu = [] if hasattr(torch, "xpu") and torch.xpu.is_available() else ["xpu:0"]
+    return [cuda, *xpu, "bogus", "cuda:x"]
+
+
+def test_a_bad_or_missing_device_is_one_line_and_exit_2() -> None:
+    for device in _missing_devices():
+        out = subprocess.run(
+            [sys.executable, "-m", "devptr.cli", "selftest", "--device", device],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 2, (device, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr, (device, out.stderr)
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("devptr selftest: "), (device, out.stderr)
+        assert repr(device) in lines[0] or device in lines[0], (device, lines)

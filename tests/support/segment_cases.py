@@ -72,3 +72,21 @@ def reference(plan: Plan, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     for s, d, n in zip(plan.src_offs, plan.dst_offs, plan.sizes, strict=True):
         want[d : d + n] = src[s : s + n]
     return want
+
+
+def scattered(sizes: list[int], seed: int, gap: int = 16) -> tuple[list[int], list[int], int, int]:
+    """Source and destination offsets for ``sizes``, each segment after the previous one plus
+    an independent random gap below ``gap`` on either side (so every segment has its own
+    offsets modulo 16): ``(src_offs, dst_offs, src_bytes, dst_bytes)``."""
+    rng = random.Random(seed)
+    src_offs: list[int] = []
+    dst_offs: list[int] = []
+    s = d = 0
+    for z in sizes:
+        s += rng.randrange(gap)
+        d += rng.randrange(gap)
+        src_offs.append(s)
+        dst_offs.append(d)
+        s += z
+        d += z
+    return src_offs, dst_offs, s, d

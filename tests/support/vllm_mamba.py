@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from tools import vllm_stand_ins as vs
+from support import vllm_stand_ins as vs
 
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.uint8)
 

@@ -21,14 +21,9 @@ import pytest
 import torch
 from vendor_impls import COPY_ENV_VAR, SOURCE, Impl, env_setter, load_copy, make
 
-from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, TOP_ALIGNED, FakeTensor
+from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, TOP_ALIGNED, FakeTensor, table_bits
 
 HI = HIGH_ADDRESSES[2]
-
-
-def _bits(c: torch.Tensor | np.ndarray) -> list[int]:
-    arr = c.cpu().numpy() if isinstance(c, torch.Tensor) else c
-    return [int(v) for v in np.ascontiguousarray(arr).reshape(-1).view(np.uint64)]
 
 
 def _raises(impl: Impl, error: str, family: type[Exception], call: Callable[[], object]) -> str:
@@ -191,13 +186,13 @@ def case_store_bit_exact(impl: Impl) -> None:
         c = make_c(n)
         for i, addr in enumerate(PATTERN_ADDRESSES):
             a.store(c, i, a.DevicePtr(addr))
-        assert _bits(c) == list(PATTERN_ADDRESSES)
+        assert table_bits(c) == list(PATTERN_ADDRESSES)
         c2 = make_c(n + 2)
         a.store(c2, slice(1, n + 1), [a.DevicePtr(x) for x in PATTERN_ADDRESSES])
-        assert _bits(c2) == [0, *PATTERN_ADDRESSES, 0]
+        assert table_bits(c2) == [0, *PATTERN_ADDRESSES, 0]
         a.store(c2, slice(0, n), np.array(PATTERN_ADDRESSES, dtype=np.uint64))
         a.store(c2, [n, n + 1], [FakeTensor(-8), a.DevicePtr(HI)])
-        assert _bits(c2) == [*PATTERN_ADDRESSES, 2**64 - 8, HI]
+        assert table_bits(c2) == [*PATTERN_ADDRESSES, 2**64 - 8, HI]
     t = torch.zeros(1, dtype=torch.int64)
     a.store(t, 0, a.DevicePtr(2**64 - 8))
     assert t.item() == -8
@@ -221,7 +216,7 @@ def case_store_never_wraps_or_clamps(impl: Impl) -> None:
             )
         _raises(impl, "PtrTypeError", TypeError, lambda c=c: a.store(c, 1.0, p))
         _raises(impl, "PtrTypeError", TypeError, lambda c=c: a.store(c, slice(0, 2, -1), [p, p]))
-        assert _bits(c) == [0, 0, 0, 0]
+        assert table_bits(c) == [0, 0, 0, 0]
 
 
 def case_store_2d(impl: Impl) -> None:
@@ -230,7 +225,7 @@ def case_store_2d(impl: Impl) -> None:
     a.store(t, (1, 2), a.DevicePtr(2**63))
     a.store(t, (0, slice(0, 2)), [a.DevicePtr(1), a.DevicePtr(2**64 - 1)])
     a.store(t, 1, [a.DevicePtr(7), a.DevicePtr(8), a.DevicePtr(9)])  # a whole row
-    assert _bits(t) == [1, 2**64 - 1, 0, 7, 8, 9]
+    assert table_bits(t) == [1, 2**64 - 1, 0, 7, 8, 9]
     assert "dimension 1" in _raises(
         impl, "CapacityError", IndexError, lambda: a.store(t, (1, 3), a.DevicePtr(1))
     )
@@ -240,7 +235,7 @@ def case_store_2d(impl: Impl) -> None:
     _raises(impl, "PtrTypeError", TypeError, lambda: a.store(t, (0, 1.0), a.DevicePtr(1)))
     a.store(t, (0, [0, 2]), [a.DevicePtr(3), a.DevicePtr(4)])  # ints along the last dimension
     a.store(t, (0, [0, 2]), [a.DevicePtr(1), a.DevicePtr(0)])
-    assert _bits(t) == [1, 2**64 - 1, 0, 7, 8, 9]
+    assert table_bits(t) == [1, 2**64 - 1, 0, 7, 8, 9]
 
 
 def case_store_refusals_write_nothing(impl: Impl) -> None:
@@ -259,7 +254,7 @@ def case_store_refusals_write_nothing(impl: Impl) -> None:
         )
     _raises(impl, "PtrTypeError", TypeError, lambda: a.store(np.zeros(2, dtype=np.float64), 0, p))
     _raises(impl, "PtrTypeError", TypeError, lambda: a.store([0, 0], 0, p))
-    assert _bits(t) == [0, 0, 0, 0]
+    assert table_bits(t) == [0, 0, 0, 0]
 
 
 def case_store_refuses_read_only_and_sparse(impl: Impl) -> None:

@@ -13,16 +13,12 @@ import torch
 from vendor_impls import make
 
 from devptr import DevicePtr, Encoding, PtrBuffer, ptr_tensor
-from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, high_addresses, real_address
+from devptr.testing import HIGH_ADDRESSES, PATTERN_ADDRESSES, high_addresses, real_address, table_bits
 
 pytestmark = pytest.mark.gpu
 
 IMPLS = ["core", "vendor", "copy"]
 DTYPES = [torch.int64, torch.uint64]
-
-
-def _bits(t: torch.Tensor) -> list[int]:
-    return [int(v) for v in t.cpu().view(torch.int64).numpy().reshape(-1).view(np.uint64)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -33,23 +29,23 @@ def test_store_into_device_tensors_bit_exact(which: str, dtype: torch.dtype, tmp
     t = torch.zeros(n + 2, dtype=dtype, device="cuda")
     for i, addr in enumerate(PATTERN_ADDRESSES):
         a.store(t, i, a.DevicePtr(addr))
-    assert _bits(t) == [*PATTERN_ADDRESSES, 0, 0]
+    assert table_bits(t) == [*PATTERN_ADDRESSES, 0, 0]
     a.store(t, slice(2, n + 2), np.array(PATTERN_ADDRESSES, dtype=np.uint64))
-    assert _bits(t)[2:] == list(PATTERN_ADDRESSES)
+    assert table_bits(t)[2:] == list(PATTERN_ADDRESSES)
     a.store(t, [0, 1], [a.DevicePtr(HIGH_ADDRESSES[2]), a.DevicePtr(HIGH_ADDRESSES[3])])
-    assert _bits(t)[:2] == [HIGH_ADDRESSES[2], HIGH_ADDRESSES[3]]
+    assert table_bits(t)[:2] == [HIGH_ADDRESSES[2], HIGH_ADDRESSES[3]]
     t2 = torch.zeros((2, 3), dtype=dtype, device="cuda")
     a.store(t2, (1, slice(0, 3)), [a.DevicePtr(x) for x in HIGH_ADDRESSES[:3]])
     a.store(t2, (0, 2), a.DevicePtr(HIGH_ADDRESSES[3]))
-    assert _bits(t2) == [0, 0, HIGH_ADDRESSES[3], *HIGH_ADDRESSES[:3]]
-    before = _bits(t)
+    assert table_bits(t2) == [0, 0, HIGH_ADDRESSES[3], *HIGH_ADDRESSES[:3]]
+    before = table_bits(t)
     with pytest.raises(a.CapacityError):
         a.store(t, -1, a.DevicePtr(8))
     with pytest.raises(a.CapacityError):
         a.store(t, slice(n, n + 5), [a.DevicePtr(8)] * 5)
     with pytest.raises(a.LengthMismatchError):
         a.store(t, slice(0, 2), [a.DevicePtr(8)])
-    assert _bits(t) == before  # nothing written on error
+    assert table_bits(t) == before  # nothing written on error
     if dtype == torch.int64:
         assert t[0].item() == HIGH_ADDRESSES[2] - 2**64  # int64 holds the two's complement
 
@@ -69,8 +65,8 @@ def test_device_mirror_matches_store(which: str, encoding: Encoding, tmp_path: P
     table = torch.zeros(4, dtype=encoding.torch_dtype, device="cuda")
     a.store(table, slice(0, 4), tensors)
     assert mirror.dtype == table.dtype == encoding.torch_dtype
-    assert _bits(mirror) == _bits(table) == want
-    assert _bits(ptr_tensor(tensors, encoding=encoding, device="cuda")) == want
+    assert table_bits(mirror) == table_bits(table) == want
+    assert table_bits(ptr_tensor(tensors, encoding=encoding, device="cuda")) == want
     assert a.DevicePtr.of(tensors[1], 8).addr == want[1] + 8
     assert a.encoding_for(table) is a.Encoding.I64 and a.encoding_for("cuda:0") is a.Encoding.I64
 

@@ -10,8 +10,10 @@ registry of platform ops and a portable path, and a worker-level save/load flow.
   src, dst and sizes for the CUDA/ROCm op, uint64 for XPU. No per-platform dtype here.
 - :func:`swap_blocks_batch` dispatches to :func:`register_swap_op`'s op for the backend,
   else vLLM's op when vLLM is installed (looked up at the first call, never at import),
-  else the portable path: ``devptr.kernels.batch_memcpy`` on a device, ``ctypes.memmove``
-  on the CPU.
+  else the portable path: on CUDA the SM kernel (``devptr.kernels.batch_memcpy``) or the
+  copy engines (one ``cudaMemcpyBatchAsync``), chosen per batch from crossovers measured
+  on the device (:func:`calibrate_engines`, :func:`last_engine_choice`); the SM kernel on
+  other devices; ``ctypes.memmove`` on the CPU.
 - :class:`ECCPUWorker`: encoder outputs <-> a host block region, one batched copy per
   step and direction.
 
@@ -19,6 +21,9 @@ See ``docs/ec_connector.md``.
 """
 
 from devptr.adapters.ec_connector._descriptors import DescriptorBufferPool, DescriptorBuffers
+from devptr.adapters.ec_connector._engines import Crossovers, EngineChoice
+from devptr.adapters.ec_connector._engines import calibrate as calibrate_engines
+from devptr.adapters.ec_connector._engines import last_choice as last_engine_choice
 from devptr.adapters.ec_connector._swap import (
     SwapOp,
     SwapPath,
@@ -31,15 +36,19 @@ from devptr.adapters.ec_connector._swap import (
 from devptr.adapters.ec_connector._worker import ECCPUWorker, Transfer, TransfersDone, coalesce_runs
 
 __all__ = [
+    "Crossovers",
     "DescriptorBufferPool",
     "DescriptorBuffers",
     "ECCPUWorker",
+    "EngineChoice",
     "SwapOp",
     "SwapPath",
     "Transfer",
     "TransfersDone",
+    "calibrate_engines",
     "choose_path",
     "coalesce_runs",
+    "last_engine_choice",
     "register_swap_op",
     "swap_blocks_batch",
     "swap_op_for",

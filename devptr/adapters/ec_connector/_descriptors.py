@@ -15,7 +15,6 @@ sizes column read the same value: one storage serves the CUDA/ROCm op (int64 src
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -31,12 +30,9 @@ from devptr._errors import (
 )
 from devptr._ptr import ADDR_LIMIT, SIGN_BIT
 from devptr._storage import Storage, current_device, resolve_device
-from devptr._table_base import TableBase
+from devptr._table_base import TableBase, guarded
 from devptr.adapters.ec_connector._checks import check_extent
-
-if TYPE_CHECKING:
-    from devptr.adapters.ec_connector._swap import SwapPath
-
+from devptr.adapters.ec_connector._swap import SwapPath, swap_buffers
 
 _max = np.maximum.reduce
 
@@ -107,6 +103,7 @@ class DescriptorBuffers(TableBase):
         return self._st is None
 
     # -- writes ---------------------------------------------------------------------
+    @guarded
     def add_copies(
         self, first: int, sources: Addresses, destinations: Addresses, byte_counts: ByteCounts
     ) -> int:
@@ -150,6 +147,7 @@ class DescriptorBuffers(TableBase):
         size_col[first:end] = sizes
         return end
 
+    @guarded
     def add_strided_copies(
         self,
         first: int,
@@ -214,6 +212,7 @@ class DescriptorBuffers(TableBase):
         return end
 
     # -- views ----------------------------------------------------------------------
+    @guarded
     def host(
         self, n: int | None = None, encoding: Encoding | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -229,6 +228,7 @@ class DescriptorBuffers(TableBase):
         t = st.host.view(enc.torch_dtype)
         return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
 
+    @guarded
     def to_device(
         self, n: int | None = None, encoding: Encoding = Encoding.U64
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -246,6 +246,7 @@ class DescriptorBuffers(TableBase):
         t = st.mirror.view(encoding.torch_dtype)
         return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
 
+    @guarded
     def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]:
         """Read-only uint64 numpy views ``(src, dst, sizes)`` of the first ``n`` copies."""
         st = self._live()
@@ -270,14 +271,13 @@ class DescriptorBuffers(TableBase):
         """All byte counts, as a host tensor in :attr:`encoding` (same values either way)."""
         return self.host()[2]
 
+    @guarded
     def swap(self, n: int, *, is_src_access_order_any: bool = False, path: SwapPath = "auto") -> None:
         """Run the first ``n`` copies: ``swap_blocks_batch`` over these buffers.
 
         See :func:`devptr.adapters.ec_connector.swap_blocks_batch` for which path runs.
         The buffers must stay held until the copies finished (stream order on a device).
         """
-        from devptr.adapters.ec_connector._swap import swap_buffers
-
         swap_buffers(self, n, is_src_access_order_any=is_src_access_order_any, path=path)
 
     def __repr__(self) -> str:

@@ -13,12 +13,18 @@ Paths, chosen per call (``path="auto"``):
     ``devptr.kernels.batch_memcpy`` copies the bytes. Device-to-device, and device-to-host
     or host-to-device when the host memory is pinned (the GPU reads and writes pinned host
     memory through unified addressing). Stream-ordered on the current stream.
+``copy_engine``
+    CUDA: the copy engines, one ``cudaMemcpyBatchAsync`` call over the host tables (a
+    ``cudaMemcpyAsync`` per copy where the runtime has no batched call); see
+    :mod:`devptr.adapters.ec_connector._engines`. Stream-ordered on the current stream.
 ``host``
     When the copies run on the CPU (no accelerator: every tensor is host memory), a
     ``ctypes.memmove`` per copy, synchronous.
 
 ``auto`` picks ``op`` when one exists for the backend, else ``host`` when the device is
-the CPU, else ``kernel``.
+the CPU; on CUDA, ``kernel`` or ``copy_engine`` by the crossovers measured on the device
+(:func:`devptr.adapters.ec_connector.calibrate_engines`; the choice of the last batch is
+:func:`devptr.adapters.ec_connector.last_engine_choice`); elsewhere ``kernel``.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import importlib
 import importlib.util
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import numpy as np
 import torch
@@ -46,16 +52,34 @@ from devptr._errors import (
     describe,
 )
 from devptr._ptr import SIGN_BIT
+from devptr.adapters.ec_connector import _engines
 from devptr.adapters.ec_connector._checks import check_extent, default_device
-
-if TYPE_CHECKING:
-    from devptr.adapters.ec_connector._descriptors import DescriptorBuffers
+from devptr.adapters.ec_connector._engines import kernel_copy
 
 SwapOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], None]
 """``fn(src, dst, sizes, is_src_access_order_any)``: host tensors of equal length, in the
 encoding of the op's device type; every entry is one copy of ``sizes[i]`` bytes."""
 
-SwapPath = Literal["auto", "op", "kernel", "host"]
+SwapPath = Literal["auto", "op", "kernel", "copy_engine", "host"]
+
+Views = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+class Descriptors(Protocol):
+    """What the swap paths read of a descriptor table (``DescriptorBuffers``, which imports
+    this module; nothing here imports it back)."""
+
+    @property
+    def capacity(self) -> int: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def device(self) -> torch.device: ...
+    @property
+    def encoding(self) -> Encoding: ...
+    def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]: ...
+    def host(self, n: int | None = None, encoding: Encoding | None = None) -> Views: ...
+    def to_device(self, n: int | None = None, encoding: Encoding = Encoding.U64) -> Views: ...
 
 _lock = threading.Lock()
 _registered: dict[str, SwapOp | None] = {}
@@ -138,12 +162,14 @@ def swap_op_for(device_type: str) -> SwapOp | None:
 
 def choose_path(backend: str, device: torch.device, path: SwapPath = "auto") -> SwapPath:
     """The path ``swap_blocks_batch`` takes for ``backend``'s op and copies on ``device``."""
-    if path not in ("auto", "op", "kernel", "host"):
-        raise PtrTypeError(f"path must be 'auto', 'op', 'kernel' or 'host' (got {path!r})")
+    if path not in ("auto", "op", "kernel", "copy_engine", "host"):
+        raise PtrTypeError(f"path must be 'auto', 'op', 'kernel', 'copy_engine' or 'host' (got {path!r})")
     if path == "op" and swap_op_for(backend) is None:
         raise StateError(f"no swap_blocks_batch op is registered for {backend!r}")
     if path == "host" and device.type != "cpu":
         raise InvalidValueError(f"the host copy path runs only on the CPU (device is {device})")
+    if path == "copy_engine" and device.type != "cuda":
+        raise InvalidValueError(f"the copy-engine path runs only on CUDA devices (device is {device})")
     if path != "auto":
         return path
     if swap_op_for(backend) is not None:
@@ -211,23 +237,31 @@ def host_copy(src: U64Array, dst: U64Array, sizes: U64Array) -> None:
             memmove(d, s, k)
 
 
-def kernel_copy(
-    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int | None = None
-) -> None:
-    """Run ``devptr.kernels.batch_memcpy`` on descriptor tensors that live on the device.
+def _engine(
+    path: SwapPath, chosen: SwapPath, device: torch.device, s: U64Array, d: U64Array, k: U64Array
+) -> tuple[str, float]:
+    """The engine for a device batch and its split fraction: measured (``auto`` on CUDA),
+    or the one asked for; other paths unchanged."""
+    if device.type != "cuda" or chosen not in ("kernel", "copy_engine"):
+        return chosen, 0.0
+    E = _engines
+    if path == "auto":
+        choice = E.choose(device, s, d, k)
+    else:
+        block = int(k.sum()) // max(int(k.shape[0]), 1)
+        choice = E.record(E.EngineChoice(E.copy_engine_name() if chosen == "copy_engine" else "kernel",
+                                         None, block, f"path={path!r} requested"))
+    engine = {"copy_engine_loop": "copy_engine"}.get(choice.engine, choice.engine)
+    return engine, choice.fraction
 
-    One launch on the current stream. ``max_size`` (the largest byte count, known on the
-    host) sizes the grid. On the CPU the tensors stay on the host and the kernel runs
-    under ``TRITON_INTERPRET=1`` (tests).
-    """
-    try:  # looked up lazily: devptr.kernels imports triton
-        batch_memcpy: Callable[..., object] = importlib.import_module("devptr.kernels").batch_memcpy
-    except (ImportError, AttributeError) as exc:
-        raise StateError(
-            "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
-            f"install devptr[kernels] or register a platform op ({exc})"
-        ) from None
-    batch_memcpy(src, dst, sizes, n, max_size=max_size)
+
+def _device_tables(
+    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, count: int, dev: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    s, d, k = (
+        t[:count].view(torch.int64).to(dev, non_blocking=True).view(torch.uint64) for t in (src, dst, sizes)
+    )
+    return s, d, k
 
 
 # -- entry points -----------------------------------------------------------------------
@@ -258,10 +292,11 @@ def swap_blocks_batch(
     backend
         Device type of the platform op to dispatch to (default: ``device``'s type).
     is_src_access_order_any
-        Passed to the platform op (CUDA: lets the DMA engine read sources out of stream
-        order; only safe when no stream writes them concurrently).
+        Passed to the platform op and the copy engines (CUDA: lets the DMA engine read
+        sources out of stream order; only safe when no stream writes them concurrently).
     path
-        ``"auto"`` (see the module doc), or force ``"op"``, ``"kernel"`` or ``"host"``.
+        ``"auto"`` (see the module doc), or force ``"op"``, ``"kernel"``,
+        ``"copy_engine"`` or ``"host"``.
 
     Notes
     -----
@@ -282,7 +317,13 @@ def swap_blocks_batch(
     chosen = choose_path(be, dev, path)
     if count == 0:
         return
-    if chosen == "op":
+    engine, frac = _engine(path, chosen, dev, s, d, k)
+    if engine == "copy_engine":
+        _engines.copy_engines(s, d, k, dev, is_src_access_order_any)
+    elif engine == "split":
+        on_dev = _device_tables(src, dst, sizes, count, dev)
+        _engines.split_copy(s, d, k, on_dev, dev, frac, is_src_access_order_any)
+    elif chosen == "op":
         enc = encoding_for(be)
         op = swap_op_for(be)
         assert op is not None
@@ -291,15 +332,12 @@ def swap_blocks_batch(
     elif chosen == "host":
         host_copy(s, d, k)
     else:
-        on_dev = [
-            t[:count].view(torch.int64).to(dev, non_blocking=True).view(torch.uint64)
-            for t in (src, dst, sizes)
-        ]
+        on_dev = _device_tables(src, dst, sizes, count, dev)
         kernel_copy(on_dev[0], on_dev[1], on_dev[2], count, int(k.max()))
 
 
 def swap_buffers(
-    bufs: DescriptorBuffers,
+    bufs: Descriptors,
     n: int,
     *,
     is_src_access_order_any: bool = False,
@@ -316,7 +354,13 @@ def swap_buffers(
     chosen = choose_path(bufs.backend, bufs.device, path)
     if count == 0:
         return
-    if chosen == "op":
+    engine, frac = _engine(path, chosen, bufs.device, s, d, k)
+    if engine == "copy_engine":
+        _engines.copy_engines(s, d, k, bufs.device, is_src_access_order_any)
+    elif engine == "split":
+        _engines.split_copy(s, d, k, bufs.to_device(count, Encoding.U64), bufs.device, frac,
+                                  is_src_access_order_any)
+    elif chosen == "op":
         op = swap_op_for(bufs.backend)
         assert op is not None
         hs, hd, hk = bufs.host(count, bufs.encoding)

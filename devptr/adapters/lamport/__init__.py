@@ -27,14 +27,13 @@ from devptr._convert import index_value, positive_int
 from devptr._encoding import Encoding, encoding_for
 from devptr._errors import (
     CapacityError,
-    DevPtrError,
     InvalidValueError,
     LengthMismatchError,
     StaleBufferError,
     StateError,
 )
 from devptr._ptr import DevicePtr
-from devptr._storage import check_encoding_arg
+from devptr._storage import check_encoding_arg, reachable_device
 from devptr.adapters.lamport._exchange import all_gather_ptrs
 from devptr.adapters.lamport._peers import (
     FakePeerMemory,
@@ -50,12 +49,14 @@ from devptr.kernels._lamport_layout import (
     LAYOUT_CLEAR,
     LAYOUT_COMM,
     LAYOUT_WORDS,
+    POISON_BITS,
     ROUNDS,
     SECTION_NAMES,
     SENTINEL_BITS,
     SLOT_ALIGN,
     LamportLayout,
 )
+from devptr.kernels.lamport import LamportTimeoutError
 
 __all__ = [
     "FLAG_ROUND",
@@ -90,10 +91,6 @@ class WorkspaceClosedError(StaleBufferError):
     """A LamportWorkspace was used after :meth:`LamportWorkspace.close`."""
 
 
-class LamportTimeoutError(DevPtrError, TimeoutError):
-    """A Lamport all-reduce gave up waiting for a peer's data (its spin bound ran out)."""
-
-
 def comm_size_for(max_message_bytes: int, world_size: int) -> int:
     """The smallest ``comm_size`` whose slots hold messages of ``max_message_bytes``."""
     positive_int(max_message_bytes, "max_message_bytes")
@@ -103,14 +100,12 @@ def comm_size_for(max_message_bytes: int, world_size: int) -> int:
 
 
 def _resolve_device(device: str | torch.device | None) -> torch.device:
+    """The core's resolver; None: the current CUDA device (the default peer memory's)."""
     if device is None:
         if not torch.cuda.is_available():
             raise StateError("no CUDA device: pass device= (and peer_memory= off CUDA)")
-        return torch.device("cuda", torch.cuda.current_device())
-    dev = torch.device(device)
-    if dev.type == "cuda" and dev.index is None:
-        dev = torch.device("cuda", torch.cuda.current_device())
-    return dev
+        device = "cuda"
+    return reachable_device(device)
 
 
 def _dist_exchange(rank: int, world_size: int, group: dist.ProcessGroup | None) -> Exchange:
@@ -217,6 +212,7 @@ class LamportWorkspace:
                 raise InvalidValueError(
                     f"peer memory gave {mem.numel()} x {mem.dtype}, need {layout.lamport_bytes} bytes"
                 )
+            # the round buffers empty, and the status block's poison word too (healthy)
             mem[: layout.lamport_bytes].view(torch.int32).fill_(SENTINEL_BITS - (1 << 32))
         flag = torch.zeros(FLAG_WORDS, dtype=torch.int32, device=dev)
         lay = torch.zeros(LAYOUT_WORDS, dtype=torch.int64, device=dev)
@@ -242,6 +238,7 @@ class LamportWorkspace:
         table.to_device(encoding=self._encoding, non_blocking=False)
 
         self._alloc: PeerAllocation | None = alloc
+        self._poisoned = False
         self._flag: torch.Tensor | None = flag
         self._lay: torch.Tensor | None = lay
         self._table: PtrBuffer | None = table
@@ -337,17 +334,43 @@ class LamportWorkspace:
         assert self._alloc is not None
         return self._alloc.tensor
 
-    def check(self) -> None:
-        """Raise :class:`LamportTimeoutError` if a kernel gave up waiting for a peer.
+    @property
+    def poisoned(self) -> bool:
+        """Whether a timeout (on this rank or any other) poisoned the workspace, as far as
+        the host knows without a device synchronisation.
 
-        Synchronises with the device (reads the flag buffer). After a timeout the
-        workspace's buffers are inconsistent: close it and build a new one on every rank.
+        On the CPU the flag and poison words are read every time (no synchronisation
+        needed); on a GPU this turns True once :meth:`check` has seen the timeout. Every
+        :func:`devptr.kernels.lamport_allreduce` call on a poisoned workspace raises
+        :class:`LamportTimeoutError`. Rebuild the workspace on every rank.
         """
+        if not self._poisoned and self._device.type == "cpu" and self._table is not None:
+            self._read_fault()
+        return self._poisoned
+
+    def _read_fault(self) -> bool:
+        """Read the timeout flag and this rank's poison word (synchronises on a GPU)."""
         flag = self.flag_buffer
-        if int(flag[FLAG_TIMEOUT].item()) != 0:
+        mem = self.lamport_buffer
+        off = self._layout.status_offset
+        poison = mem is not None and int(mem[off : off + 4].view(torch.int32).item()) == POISON_BITS
+        if poison or int(flag[FLAG_TIMEOUT].item()) != 0:
+            self._poisoned = True
+        return self._poisoned
+
+    def check(self) -> None:
+        """Raise :class:`LamportTimeoutError` if a kernel gave up waiting for a peer, on this
+        rank or on another (each timing-out rank poisons every rank's Lamport buffer).
+
+        Synchronises with the device (reads the flag buffer and the poison word). After a
+        timeout the workspace stays poisoned: every later call raises (or, on a GPU before
+        the host knew, wrote NaN). Close it and build a new one on every rank.
+        """
+        if self._poisoned or self._read_fault():
             raise LamportTimeoutError(
                 f"rank {self._rank}: a Lamport all-reduce timed out waiting for a peer's data "
-                "(a rank skipped a call, or sizes/dtypes differed between ranks); rebuild the workspace"
+                "(a rank skipped a call, or sizes/dtypes differed between ranks); the workspace "
+                "is poisoned on every rank: rebuild it"
             )
 
     # -- lifetime ---------------------------------------------------------------------

@@ -15,13 +15,20 @@ Entry points: :func:`analyze_source` (one module), :func:`analyze_paths` (a tree
 walker, honouring ``[tool.devptr] exclude``).
 """
 
+from devptr.lint.engine._files import (
+    Problem,
+    Source,
+    SourceError,
+    Stamp,
+    iter_python_files,
+    read_source,
+)
 from devptr.lint.engine._finding import Finding, Fix, FixKind, Safety, Span
 from devptr.lint.engine._project import ProjectIndex, module_name
 from devptr.lint.engine._run import (
     FileResult,
     analyze_paths,
     analyze_source,
-    iter_python_files,
     may_have_findings,
 )
 from devptr.lint.engine._suppress import is_suppressed, suppressions
@@ -34,15 +41,20 @@ __all__ = [
     "Finding",
     "Fix",
     "FixKind",
+    "Problem",
     "ProjectIndex",
     "Rule",
     "Safety",
+    "Source",
+    "SourceError",
     "Span",
+    "Stamp",
     "analyze_paths",
     "analyze_source",
     "is_suppressed",
     "iter_python_files",
     "may_have_findings",
     "module_name",
+    "read_source",
     "suppressions",
 ]

@@ -16,7 +16,9 @@ import attrs
 
 from devptr.lint._config import Config
 from devptr.lint.engine._analyzer import ModuleAnalyzer
+from devptr.lint.engine._files import SourceError, iter_python_files, read_source, universal_newlines
 from devptr.lint.engine._finding import Finding
+from devptr.lint.engine._pool import worker_pool
 from devptr.lint.engine._project import ModuleNamer, ProjectIndex, module_name
 from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._values import Summary
@@ -151,10 +153,9 @@ class _Done:
 def _run_job(job: _Job) -> _Done:
     shown = job.path
     try:
-        with open(shown, encoding="utf-8") as f:
-            source = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        return _Done(FileResult(shown, error=f"cannot read: {exc}"))
+        source = universal_newlines(read_source(shown).text)
+    except SourceError as exc:
+        return _Done(FileResult(shown, error=str(exc)))
     if not job.force and not may_have_findings(source):
         return _Done(FileResult(shown))
     module = job.module
@@ -166,6 +167,8 @@ def _run_job(job: _Job) -> _Done:
         return _Done(FileResult(shown, error=f"syntax error at line {exc.lineno}: {exc.msg}"))
     except RecursionError:
         return _Done(FileResult(shown, error="too deeply nested to analyze"))
+    except ValueError as exc:  # null bytes (a SyntaxError from Python 3.12 on)
+        return _Done(FileResult(shown, error=f"syntax error: {exc}"))
     except Exception as exc:  # an engine bug must not hide the other files' findings
         return _Done(FileResult(shown, error=f"internal engine error: {exc!r}"))
     keep = {k: v for k, v in functions.items() if v.exported}
@@ -180,39 +183,13 @@ def _run_chunk(jobs: list[_Job]) -> list[_Done]:
 
 def _summarize_job(job: _Job) -> tuple[str, dict[str, Summary]]:
     try:
-        with open(job.path, encoding="utf-8") as f:
-            source = f.read()
+        source = universal_newlines(read_source(job.path).text)
         tree = ast.parse(source, filename=job.path)
         analyzer = ModuleAnalyzer(tree, source, job.path, job.module, None,
                                   is_package=job.is_package)
         return job.module, {k: v for k, v in analyzer.summarize().items() if v.exported}
-    except (OSError, UnicodeDecodeError, SyntaxError, RecursionError, ValueError):
+    except (SyntaxError, RecursionError, ValueError):  # SourceError is a ValueError
         return "", {}
-
-
-def iter_python_files(
-    paths: Sequence[Path], config: Config, *, force_exclude: bool = False
-) -> Iterator[Path]:
-    """Python files under *paths*, honouring ``[tool.devptr] exclude``.
-
-    Files named explicitly are kept even if excluded, unless *force_exclude* (what
-    pre-commit needs, since it passes every changed file by name). This is the one file
-    walker: ``devptr check`` and ``devptr migrate`` both use it.
-    """
-    seen: set[Path] = set()
-    for root in paths:
-        if root.is_file():
-            if force_exclude and config.is_excluded(root):
-                continue
-            if root not in seen:
-                seen.add(root)
-                yield root
-            continue
-        for file in sorted(root.rglob("*.py")):
-            if file in seen or config.is_excluded(file):
-                continue
-            seen.add(file)
-            yield file
 
 
 def _map(jobs: list[_Job], n_jobs: int, on_progress: Callable[[int], None] | None,
@@ -314,8 +291,8 @@ def _analyze_tree(
     modules = [namer(Path(p)) for p in paths]
     first = [_Job(p, rules, module=m, is_package=pkg) for p, (m, pkg) in zip(paths, modules,
                                                                             strict=True)]
-    pool = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 and len(paths) >= 64 else None
-    try:
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(worker_pool(jobs)) if jobs > 1 and len(paths) >= 64 else None
         done = _map(first, jobs, on_progress, pool)
         index = ProjectIndex(modules={m: Path(p) for p, (m, _) in zip(paths, modules,
                                                                       strict=True)})
@@ -353,9 +330,6 @@ def _analyze_tree(
             again.append(i)
         second = _map([attrs.evolve(first[i], project=index, force=True) for i in again], jobs,
                       None, pool)
-    finally:
-        if pool is not None:
-            pool.shutdown()
     results = [d.result for d in done]
     for i, d in zip(again, second, strict=True):
         if d.result.parsed or d.result.error is not None:
@@ -393,9 +367,8 @@ class _Spellings:
         if not self._names:
             return False
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError):
+            text = read_source(path).text
+        except SourceError:
             return False
         if "import" not in text:
             return False

@@ -1,6 +1,6 @@
 """Stand-ins for the vLLM imports of the four modules devptr's adapters port.
 
-:func:`tools.vllm_ref.load_vllm_module` executes a vLLM 0.33.0 file unmodified; the vLLM
+:func:`support.vllm_load.load_vllm_module` executes a vLLM 0.33.0 file unmodified; the vLLM
 modules it imports are replaced by the small objects defined here. Each loader below
 returns vLLM's own module, ready to call:
 
@@ -32,23 +32,13 @@ from typing import Any
 
 import torch
 
-from tools.vllm_ref import load_vllm_module
+from support.vllm_load import load_vllm_module
 
 MAMBA_LAYER = "vllm.model_executor.layers.mamba.mamba_utils"
 MAMBA_WORKER = "vllm.v1.worker.mamba_utils"
 EC_DESCRIPTORS = "vllm.distributed.ec_transfer.ec_connector.cpu.worker.descriptor_buffers"
 EC_WORKER = "vllm.distributed.ec_transfer.ec_connector.cpu.worker"
 LAMPORT = "vllm.model_executor.layers.minimax_rms_norm.lamport_workspace"
-
-VLLM_FILES = (
-    "vllm/__init__.py",
-    "vllm/model_executor/layers/mamba/mamba_utils.py",
-    "vllm/v1/worker/mamba_utils.py",
-    "vllm/distributed/ec_transfer/ec_connector/cpu/worker/descriptor_buffers.py",
-    "vllm/distributed/ec_transfer/ec_connector/cpu/worker/__init__.py",
-    "vllm/model_executor/layers/minimax_rms_norm/lamport_workspace.py",
-)
-"""The vLLM files these loaders execute (what a machine without internet must carry)."""
 
 
 # -- shared ------------------------------------------------------------------------------
@@ -511,18 +501,12 @@ def load_lamport_workspace(cudart: FakeCudaRuntime, peer_addresses: Sequence[int
     return load_vllm_module(LAMPORT, {"torch": proxy, "cuda.bindings": {"runtime": cudart}})
 
 
-def vllm_source_files() -> list[str]:
-    """:data:`VLLM_FILES` (for carrying them to a machine without internet)."""
-    return list(VLLM_FILES)
-
-
 __all__ = [
     "EC_DESCRIPTORS",
     "EC_WORKER",
     "LAMPORT",
     "MAMBA_LAYER",
     "MAMBA_WORKER",
-    "VLLM_FILES",
     "Attention",
     "CachedRequestState",
     "ConnectorMetadata",

@@ -1,12 +1,13 @@
-"""tools.vllm_ref imports one vLLM 0.33.0 file unmodified, with stand-ins, and cleans up."""
+"""support.vllm_load imports one vLLM 0.33.0 file unmodified, with stand-ins, and cleans up."""
 
 from __future__ import annotations
 
 import sys
 
 import pytest
+from support.vllm_load import VllmRefError, load_vllm_module, vllm_source_root
 
-from tools.vllm_ref import VllmRefError, load_vllm_module, vllm_source_root
+pytestmark = pytest.mark.vllm  # needs vLLM 0.33.0's sources (support.opt_in)
 
 _EC = "vllm.distributed.ec_transfer.ec_connector.cpu.worker.descriptor_buffers"
 

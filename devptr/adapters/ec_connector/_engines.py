@@ -1,0 +1,552 @@
+"""Which engine runs an EC swap batch on a CUDA device: the SM kernel or the copy engines.
+
+Two engines move the bytes of a batch of descriptors on CUDA:
+
+``kernel``
+    ``devptr.kernels.batch_memcpy``: the descriptors go to the device in one copy, one
+    launch copies every block on the multiprocessors (pinned host memory is reached
+    through unified addressing).
+``copy_engine``
+    The copy engines, through the CUDA runtime's batched call ``cudaMemcpyBatchAsync``
+    (CUDA 12.8 and later) on the host tables as they are: one native call for the whole
+    batch, the way vLLM's C++ ``swap_blocks_batch`` makes it. Where the runtime has no
+    batched call, ``cudaMemcpyAsync`` per descriptor (``copy_engine_loop``). On the legacy
+    default stream (which the batched call refuses) the copies run on a side stream
+    ordered after and before the current stream's work by events.
+``split``
+    Both at once: the first ``fraction`` of the descriptors on the copy engines (side
+    stream), the rest on the SM kernel (current stream), joined by events; for block
+    sizes where the copy engines' per-descriptor cost leaves the link idle part of the time.
+
+Neither wins everywhere: the SM kernel has no per-descriptor cost (small blocks), the copy
+engines move large blocks over PCIe with fewer bytes of overhead and leave the SMs free.
+Where they cross depends on the device and its link, so the choice is made from
+**crossovers measured on the device** (:func:`calibrate`: each engine timed on scratch
+buffers for block sizes of 4 KiB to 4 MiB and each direction), once per device and kept
+for the process; :func:`choose` then picks, for a batch, the engine that was faster at the
+measured block size nearest (on a log scale) to the batch's mean bytes per descriptor.
+Every choice is kept (:func:`last_choice`) and logged at DEBUG level on the
+``devptr.ec`` logger; ``path="kernel"`` or ``path="copy_engine"`` on the swap entry points
+overrides it. Nothing here runs without CUDA; the CUDA runtime library is the one the
+process (torch) already loaded, opened with ``ctypes``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import importlib
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from devptr._convert import U64, U64Array
+from devptr._errors import StateError
+
+Engine = Literal["kernel", "copy_engine", "copy_engine_loop", "split"]
+Direction = Literal["H2D", "D2H", "D2D", "H2H"]
+
+LOG = logging.getLogger("devptr.ec")
+_cuda: Any = torch.cuda  # its Stream/Event/init are untyped on some torch releases
+
+KIB = 1024
+CALIBRATION_BLOCKS: tuple[int, ...] = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1024 * KIB, 4096 * KIB)
+"""Block sizes :func:`calibrate` times by default."""
+CALIBRATION_BYTES = 32 * 1024 * KIB
+"""Bytes per timed batch in :func:`calibrate`."""
+
+_SONAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
+_MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: the direction from unified addressing
+_ORDER_STREAM, _ORDER_ANY = 1, 3  # cudaMemcpySrcAccessOrderStream / ...Any
+_MEM_TYPE_DEVICE, _MEM_TYPE_MANAGED = 2, 3  # cudaMemoryType
+
+
+class _MemLocation(ctypes.Structure):
+    _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+
+
+class _MemcpyAttributes(ctypes.Structure):
+    """``cudaMemcpyAttributes`` (CUDA 12.8+): access order, location hints, flags."""
+
+    _fields_ = [
+        ("srcAccessOrder", ctypes.c_int),
+        ("srcLocHint", _MemLocation),
+        ("dstLocHint", _MemLocation),
+        ("flags", ctypes.c_uint),
+    ]
+
+
+class _PointerAttributes(ctypes.Structure):
+    """``cudaPointerAttributes``: its first field, and room for the rest (the struct has
+    grown reserved words across CUDA releases; the runtime writes all of them)."""
+
+    _fields_ = [("type", ctypes.c_int), ("rest", ctypes.c_byte * 252)]
+
+
+class CudaRuntime:
+    """The process's CUDA runtime library, with the three calls the engines need."""
+
+    def __init__(self, lib: ctypes.CDLL, version: int) -> None:
+        self.lib = lib
+        self.version = version
+        self.has_batch = version >= 12080 and hasattr(lib, "cudaMemcpyBatchAsync")
+        self._fail_idx = version < 13000  # 12.8/12.9 take a failIdx argument before the stream
+        self._attrs = {
+            order: _MemcpyAttributes(order, _MemLocation(), _MemLocation(), 0)
+            for order in (_ORDER_STREAM, _ORDER_ANY)
+        }
+        self._zero = ctypes.c_size_t(0)
+        self._fail = ctypes.c_size_t(0)
+
+    def batch(self, dst: U64Array, src: U64Array, sizes: U64Array, stream: int, any_order: bool) -> None:
+        """``cudaMemcpyBatchAsync`` over three contiguous uint64 arrays (no copies made)."""
+        attr = self._attrs[_ORDER_ANY if any_order else _ORDER_STREAM]
+        n = int(sizes.shape[0])
+        args: list[object] = [
+            ctypes.c_void_p(dst.ctypes.data),
+            ctypes.c_void_p(src.ctypes.data),
+            ctypes.c_void_p(sizes.ctypes.data),
+            ctypes.c_size_t(n),
+            ctypes.byref(attr),
+            ctypes.byref(self._zero),
+            ctypes.c_size_t(1),
+        ]
+        if self._fail_idx:
+            args.append(ctypes.byref(self._fail))
+        args.append(ctypes.c_void_p(stream))
+        _check(self.lib.cudaMemcpyBatchAsync(*args), "cudaMemcpyBatchAsync")
+
+    def loop(self, dst: U64Array, src: U64Array, sizes: U64Array, stream: int) -> None:
+        """``cudaMemcpyAsync`` per descriptor."""
+        fn = self.lib.cudaMemcpyAsync
+        st = ctypes.c_void_p(stream)
+        for d, s, k in zip(dst.tolist(), src.tolist(), sizes.tolist(), strict=True):
+            if k:
+                _check(
+                    fn(ctypes.c_void_p(d), ctypes.c_void_p(s), ctypes.c_size_t(k), _MEMCPY_DEFAULT, st),
+                    "cudaMemcpyAsync",
+                )
+
+    def on_device(self, addr: int) -> bool:
+        """Whether ``addr`` is device (or managed) memory, by ``cudaPointerGetAttributes``."""
+        attrs = _PointerAttributes()
+        _check(
+            self.lib.cudaPointerGetAttributes(ctypes.byref(attrs), ctypes.c_void_p(addr)),
+            "cudaPointerGetAttributes",
+        )
+        return attrs.type in (_MEM_TYPE_DEVICE, _MEM_TYPE_MANAGED)
+
+
+def _check(err: int, what: str) -> None:
+    if err:
+        raise StateError(f"{what} failed with CUDA error {err}")
+
+
+_runtime: list[CudaRuntime | None] = []
+_lock = threading.Lock()
+
+
+def cuda_runtime() -> CudaRuntime | None:
+    """The CUDA runtime library already loaded by torch (by its soname), or None."""
+    with _lock:
+        if not _runtime:
+            _runtime.append(_load())
+        return _runtime[0]
+
+
+def _load() -> CudaRuntime | None:
+    if not torch.cuda.is_available():
+        return None
+    _cuda.init()
+    for name in _SONAMES:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        version = ctypes.c_int(0)
+        if lib.cudaRuntimeGetVersion(ctypes.byref(version)) == 0:
+            return CudaRuntime(lib, version.value)
+    return None
+
+
+def direction(rt: CudaRuntime, src: int, dst: int) -> Direction:
+    """A batch's direction from its first descriptor (batches are one direction)."""
+    s = "D" if rt.on_device(src) else "H"
+    d = "D" if rt.on_device(dst) else "H"
+    return f"{s}2{d}"  # type: ignore[return-value]
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineChoice:
+    """Which engine ran a batch, and why."""
+
+    engine: Engine
+    direction: Direction | None
+    block_bytes: int
+    reason: str
+    fraction: float = 0.0
+    """``split``: the share of the descriptors given to the copy engines."""
+
+
+@dataclasses.dataclass
+class Crossovers:
+    """Measured throughput (GB/s, payload) per direction, block size and engine."""
+
+    device: str
+    rates: dict[str, dict[int, dict[str, float]]] = dataclasses.field(default_factory=dict)
+    fractions: dict[str, dict[int, float]] = dataclasses.field(default_factory=dict)
+    """``split``'s copy-engine share per direction and block size."""
+    notes: list[str] = dataclasses.field(default_factory=list)
+    _memo: dict[tuple[str, int], tuple[Engine, float, str] | None] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str] | None:
+        """The fastest engine at the measured block size nearest to ``block_bytes``:
+        ``(engine, split fraction, reason)`` (remembered per direction and block size)."""
+        key = (direction, block_bytes)
+        hit = self._memo.get(key)
+        if hit is None:
+            if len(self._memo) >= 256:
+                self._memo.clear()
+            hit = self._memo[key] = self._best(direction, block_bytes)
+        return hit
+
+    def _best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str] | None:
+        table = self.rates.get(direction)
+        if not table:
+            return None
+        size = min(table, key=lambda b: abs(math.log2(b) - math.log2(max(block_bytes, 1))))
+        row = table[size]
+        engine = max(row, key=lambda e: row[e])
+        frac = self.fractions.get(direction, {}).get(size, 0.0) if engine == "split" else 0.0
+        shown = ", ".join(f"{e} {v:.1f}" for e, v in sorted(row.items()))
+        why = f"measured at {size // KIB} KiB blocks on {self.device}: {shown} GB/s"
+        return engine, frac, why  # type: ignore[return-value]
+
+
+_crossovers: dict[int, Crossovers] = {}
+_last: list[EngineChoice] = []
+
+
+def crossovers(device: torch.device) -> Crossovers | None:
+    """The crossovers measured for ``device`` in this process (None before :func:`calibrate`)."""
+    return _crossovers.get(_index(device))
+
+
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def last_choice() -> EngineChoice | None:
+    """The choice of the most recent swap that went through the dispatcher."""
+    return _last[-1] if _last else None
+
+
+def record(choice: EngineChoice) -> EngineChoice:
+    _last[:] = [choice]
+    LOG.debug(
+        "EC swap: %s (%s, %d-byte blocks): %s",
+        choice.engine,
+        choice.direction,
+        choice.block_bytes,
+        choice.reason,
+    )
+    return choice
+
+
+def kernel_copy(
+    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int | None = None
+) -> None:
+    """Run ``devptr.kernels.batch_memcpy`` on descriptor tensors that live on the device.
+
+    One launch on the current stream. ``max_size`` (the largest byte count, known on the
+    host) sizes the grid. On the CPU the tensors stay on the host and the kernel runs
+    under ``TRITON_INTERPRET=1`` (tests).
+    """
+    try:  # looked up lazily: devptr.kernels imports triton
+        batch_memcpy: Callable[..., object] = importlib.import_module("devptr.kernels").batch_memcpy
+    except (ImportError, AttributeError) as exc:
+        raise StateError(
+            "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
+            f"install devptr[kernels] or register a platform op ({exc})"
+        ) from None
+    batch_memcpy(src, dst, sizes, n, max_size=max_size)
+
+
+_side: dict[int, Any] = {}
+
+
+def _side_stream(device: torch.device) -> Any:
+    """This module's side stream on ``device`` (a ``torch.cuda.Stream``)."""
+    idx = _index(device)
+    st = _side.get(idx)
+    if st is None:
+        st = _side[idx] = _cuda.Stream(torch.device("cuda", idx))
+    return st
+
+
+def copy_engines(
+    src: U64Array,
+    dst: U64Array,
+    sizes: U64Array,
+    device: torch.device,
+    any_order: bool = False,
+    *,
+    side: bool = False,
+) -> None:
+    """The copy engines over host uint64 tables, ordered on the current stream of ``device``.
+
+    ``side`` (or a current stream that is the legacy default stream): on a side stream
+    that waits for the current stream and that the current stream then waits for.
+    """
+    rt = cuda_runtime()
+    if rt is None:
+        raise StateError("the copy-engine path needs the CUDA runtime library (none was found)")
+    s, d, k = (np.ascontiguousarray(a, dtype=U64) for a in (src, dst, sizes))
+    cur = torch.cuda.current_stream(device)
+    if not side and cur.cuda_stream != 0:
+        _copy_on(rt, d, s, k, cur.cuda_stream, any_order)
+        return
+    other = _side_stream(device)
+    other.wait_stream(cur)
+    _copy_on(rt, d, s, k, other.cuda_stream, any_order)
+    cur.wait_stream(other)
+
+
+def _copy_on(rt: CudaRuntime, d: U64Array, s: U64Array, k: U64Array, stream: int, any_order: bool) -> None:
+    """One batched call (the per-descriptor loop without one). Empty copies are left out:
+    the batched call refuses a zero size, and an empty tensor's address may be null."""
+    live = k != 0
+    if not live.all():
+        d, s, k = d[live], s[live], k[live]
+        if not k.size:
+            return
+    if rt.has_batch:
+        rt.batch(d, s, k, stream, any_order)
+    else:
+        rt.loop(d, s, k, stream)
+
+
+def split_copy(
+    src: U64Array,
+    dst: U64Array,
+    sizes: U64Array,
+    device_tables: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    device: torch.device,
+    fraction: float,
+    any_order: bool = False,
+) -> None:
+    """The first ``fraction`` of the descriptors on the copy engines (side stream), the
+    rest on the SM kernel (current stream, from ``device_tables``: the same descriptors on
+    the device), the current stream then waiting for both."""
+    n = int(sizes.shape[0])
+    m = min(n, max(0, round(n * fraction)))
+    cur = torch.cuda.current_stream(device)
+    other = _side_stream(device)
+    other.wait_stream(cur)
+    if m:
+        rt = cuda_runtime()
+        if rt is None:
+            raise StateError("the copy-engine path needs the CUDA runtime library (none was found)")
+        s, d, k = (np.ascontiguousarray(a[:m], dtype=U64) for a in (src, dst, sizes))
+        _copy_on(rt, d, s, k, other.cuda_stream, any_order)
+    if m < n:
+        ds, dd, dk = device_tables
+        kernel_copy(ds[m:n], dd[m:n], dk[m:n], n - m, int(sizes[m:].max()))
+    cur.wait_stream(other)
+
+
+def run_engine(
+    engine: Engine,
+    src: U64Array,
+    dst: U64Array,
+    sizes: U64Array,
+    device: torch.device,
+    any_order: bool = False,
+    fraction: float = 0.5,
+) -> None:
+    """Run one batch on ``engine`` (host uint64 tables; current stream of ``device``)."""
+    if engine == "kernel":
+        _kernel_runner(src, dst, sizes, device)()
+    elif engine == "split":
+        tabs = _device_tables(src, dst, sizes, device)
+        split_copy(src, dst, sizes, tabs, device, fraction, any_order)
+    else:
+        copy_engines(src, dst, sizes, device, any_order)
+
+
+def copy_engine_name() -> Engine:
+    """``copy_engine`` where the runtime has the batched call, else ``copy_engine_loop``."""
+    rt = cuda_runtime()
+    return "copy_engine" if rt is not None and rt.has_batch else "copy_engine_loop"
+
+
+def calibrate(
+    device: torch.device | str | None = None,
+    *,
+    directions: Sequence[Direction] = ("H2D", "D2H", "D2D"),
+    block_sizes: Sequence[int] = CALIBRATION_BLOCKS,
+    total: int = CALIBRATION_BYTES,
+    repeat: int = 3,
+) -> Crossovers:
+    """Time the SM kernel and the copy engines on scratch buffers of ``device``; keep the result.
+
+    For each direction and block size, one batch of ``total`` bytes in blocks of that size
+    (block ``perm[i]`` to block ``i``), each engine ``repeat`` times after a warm-up, on a
+    side stream (CUDA events; the median counts). Synchronises the device; allocates
+    ``total`` bytes of device memory (twice) and of pinned host memory (once), freed on
+    return. Call it outside CUDA-graph capture; :func:`choose` calls it on first use.
+    """
+    dev = torch.device("cuda") if device is None else torch.device(device)
+    if dev.type != "cuda":
+        raise StateError(f"calibrate needs a CUDA device (got {dev})")
+    dev = torch.device("cuda", _index(dev))
+    result = Crossovers(torch.cuda.get_device_name(dev))
+    ce = copy_engine_name()
+    side = _cuda.Stream(dev)
+    with torch.cuda.device(dev), torch.cuda.stream(side):
+        a = torch.empty(total, dtype=torch.uint8, device=dev)
+        b = torch.empty(total, dtype=torch.uint8, device=dev)
+        h = torch.empty(total, dtype=torch.uint8, pin_memory=True)
+        ends = {"H": h, "D": a}
+        for direc in directions:
+            src_mem = ends[direc[0]]
+            dst_mem = b if direc[2] == "D" else h
+            if src_mem is dst_mem:
+                continue
+            table: dict[int, dict[str, float]] = {}
+            fracs: dict[int, float] = {}
+            for bs in block_sizes:
+                n = max(1, total // bs)
+                perm = np.random.default_rng(bs).permutation(n).astype(U64)
+                s = np.uint64(src_mem.data_ptr()) + perm * np.uint64(bs)
+                d = np.uint64(dst_mem.data_ptr()) + np.arange(n, dtype=U64) * np.uint64(bs)
+                k = np.full(n, bs, dtype=U64)
+                row, frac = _measure(
+                    s, d, k, dev, ce, repeat, direc != "D2D", result.notes, f"{direc} {bs} B"
+                )
+                if "split" in row:
+                    fracs[bs] = frac
+                if row:
+                    table[bs] = row
+            result.rates[direc] = table
+            result.fractions[direc] = fracs
+        side.synchronize()
+        del a, b, h
+    _crossovers[_index(dev)] = result
+    LOG.debug("EC engine crossovers for %s: %s", result.device, result.rates)
+    return result
+
+
+def _measure(
+    s: U64Array,
+    d: U64Array,
+    k: U64Array,
+    dev: torch.device,
+    ce: Engine,
+    repeat: int,
+    with_split: bool,
+    notes: list[str],
+    what: str,
+) -> tuple[dict[str, float], float]:
+    """GB/s of each engine on one batch (and of ``split``, when both ran), and the split's
+    copy-engine share."""
+    nbytes = int(k.sum())
+    row: dict[str, float] = {}
+    runners: dict[str, Callable[[], object]] = {
+        "kernel": _kernel_runner(s, d, k, dev),
+        ce: lambda: copy_engines(s, d, k, dev),
+    }
+    for engine, fn in runners.items():
+        try:
+            row[engine] = nbytes / _time(fn, repeat) / 1e9
+        except StateError as exc:
+            notes.append(f"{what}, {engine}: {exc}")
+    frac = 0.0
+    if len(row) == 2 and with_split:
+        # both engines share the link: give each the share it moves alone
+        frac = row[ce] / (row[ce] + row["kernel"])
+        tabs = _device_tables(s, d, k, dev)
+        row["split"] = nbytes / _time(lambda: split_copy(s, d, k, tabs, dev, frac), repeat) / 1e9
+    return row, frac
+
+
+def _kernel_runner(src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device) -> Callable[[], None]:
+    """The SM kernel on tables uploaded once (the swap path uploads them from pinned memory,
+    a few microseconds for the batches calibrated here)."""
+    tabs = _device_tables(src, dst, sizes, device)
+    n, top = int(sizes.shape[0]), int(sizes.max())
+    return lambda: kernel_copy(tabs[0], tabs[1], tabs[2], n, top)
+
+
+def _device_tables(
+    src: U64Array, dst: U64Array, sizes: U64Array, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    s, d, k = (
+        torch.from_numpy(np.ascontiguousarray(a).view(np.int64)).to(device).view(torch.uint64)
+        for a in (src, dst, sizes)
+    )
+    return s, d, k
+
+
+def _time(fn: Callable[[], object], repeat: int) -> float:
+    """Median seconds of one call (CUDA events on the current stream, after a warm-up)."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = _cuda.Event(enable_timing=True)
+        end = _cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return float(np.median(times))
+
+
+def choose(device: torch.device, src: U64Array, dst: U64Array, sizes: U64Array) -> EngineChoice:
+    """The engine for one batch on ``device`` (calibrating the device on first use)."""
+    n = int(sizes.shape[0])
+    block = int(sizes.sum()) // max(n, 1)
+    live = np.flatnonzero(sizes)
+    if not live.size:
+        return record(EngineChoice("kernel", None, 0, "no bytes to copy"))
+    first = int(live[0])  # an empty copy's address may be null: read the direction elsewhere
+    rt = cuda_runtime()
+    if rt is None:
+        return record(EngineChoice("kernel", None, block, "no CUDA runtime library for the copy engines"))
+    if torch.cuda.is_current_stream_capturing():
+        return record(EngineChoice("kernel", None, block, "stream capture: the capturable kernel"))
+    direc = direction(rt, int(src[first]), int(dst[first]))
+    table = crossovers(device)
+    if table is None:
+        table = calibrate(device)
+    best = table.best(direc, block)
+    if best is None:
+        return record(EngineChoice("kernel", direc, block, f"no measurement for {direc}"))
+    return record(EngineChoice(best[0], direc, block, best[2], best[1]))
+
+
+__all__ = [
+    "CALIBRATION_BLOCKS",
+    "CALIBRATION_BYTES",
+    "Crossovers",
+    "CudaRuntime",
+    "Engine",
+    "EngineChoice",
+    "calibrate",
+    "choose",
+    "copy_engine_name",
+    "copy_engines",
+    "crossovers",
+    "cuda_runtime",
+    "last_choice",
+    "run_engine",
+    "split_copy",
+]
