@@ -1,4 +1,4 @@
-"""devptr's lowest layer, one file to copy: torch and numpy only, no import-time effects (docs/architecture.md)."""
+"""devptr's lowest layer, one file to copy: torch and numpy only, no import-time work (docs/architecture.md)."""
 
 from __future__ import annotations
 
