@@ -1,4 +1,4 @@
-"""devptr's lowest layer, one file to copy: torch and numpy only, no import-time work (docs/architecture.md)."""
+"""devptr's lowest layer in one file to copy: torch and numpy only, nothing run at import (see docs)."""
 
 from __future__ import annotations
 
