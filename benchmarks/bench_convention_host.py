@@ -11,7 +11,8 @@ per-round ratios to the floor):
 - F, the small-helper option: per-entry ``set_ptr`` (mask to 64 bits, numpy-view write);
 - devptr: ``buf[i] = p`` per entry, ``buf.fill(0, ptrs)`` from DevicePtrs, ``buf.fill(0, array)``,
   and ``store(t, i, p)`` per entry into a torch int64 tensor;
-- the vendorable module (``devptr.vendor.ptrtable``): ``buf[i] = p`` and ``buf.fill``.
+- the vendorable module (``devptr.vendor.ptrtable``, devptr's own ``store``): ``store`` per entry
+  and as one slice into a numpy uint64 alias, the way an engine without devptr's tables writes.
 
 Run::
 
@@ -47,7 +48,6 @@ def cases() -> dict[str, Callable[[], object]]:
     alias = table.numpy()
     i64 = torch.zeros(N, dtype=torch.int64)
     buf: PtrBuffer[int] = PtrBuffer(N, pin_memory=False)
-    vbuf = ptrtable.PtrBuffer(N, pin_memory=False)
 
     def floor() -> None:
         alias[:] = arr
@@ -68,9 +68,12 @@ def cases() -> dict[str, Callable[[], object]]:
         for i, p in enumerate(ptrs):
             store(i64, i, p)
 
-    def vendor_set() -> None:
+    def vendor_slice() -> None:
+        ptrtable.store(alias, slice(None), vptrs)
+
+    def vendor_store() -> None:
         for i, p in enumerate(vptrs):
-            vbuf[i] = p
+            ptrtable.store(alias, i, p)
 
     return {
         "floor: one slice write of a precomputed uint64 array": floor,
@@ -80,8 +83,8 @@ def cases() -> dict[str, Callable[[], object]]:
         "devptr: `buf.fill(0, ptrs)` (144 DevicePtrs)": lambda: buf.fill(0, ptrs),
         "devptr: `buf.fill(0, uint64_array)`": lambda: buf.fill(0, arr),
         "devptr: `store(t, i, p)` per entry (torch int64)": devptr_store,
-        "vendored ptrtable: `buf[i] = p` per entry": vendor_set,
-        "vendored ptrtable: `buf.fill(0, ptrs)`": lambda: vbuf.fill(0, vptrs),
+        "vendored ptrtable: `store(alias, i, p)` per entry": vendor_store,
+        "vendored ptrtable: `store(alias, slice(None), ptrs)`": vendor_slice,
     }
 
 

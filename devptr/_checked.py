@@ -6,7 +6,7 @@ returns, the byte range ``[start, end)`` of the storage behind the object (a ten
 untyped storage). Consumers such as ``devptr.kernels.batch_memcpy`` look ranges up with
 :func:`find` (and :func:`devptr.extent_of`, in ``_ptr`` next to DevicePtr, for the exact
 address) and refuse, before launch, a segment that leaves its storage. This module is the
-registry only and imports nothing of devptr.
+registry only and imports only devptr's errors (which import nothing).
 
 Per context: :func:`checked` sets a :mod:`contextvars` variable, so a block turns checked
 mode on (or off) for its own thread or asyncio task only; one thread leaving its block
@@ -31,7 +31,24 @@ import threading
 import weakref
 from collections.abc import Iterator
 
-ENABLED: bool = os.environ.get("DEVPTR_CHECKED", "").strip().lower() in {"1", "true", "yes", "on"}
+from devptr._errors import InvalidValueError
+
+ENV_VAR = "DEVPTR_CHECKED"
+"""``1``/``true`` turn checked mode on; ``0``/``false``/empty (or unset) leave it off (any case)."""
+
+
+def _from_environment() -> bool:
+    """``DEVPTR_CHECKED``'s value; anything but the accepted spellings is an error, not "off"."""
+    text = os.environ.get(ENV_VAR, "").strip().lower()
+    if text not in {"", "0", "1", "false", "true"}:
+        raise InvalidValueError(
+            f"environment variable {ENV_VAR}={os.environ[ENV_VAR]!r} is invalid: expected 1 or true "
+            "(on), 0, false or empty (off)"
+        )
+    return text in {"1", "true"}
+
+
+ENABLED: bool = _from_environment()
 """Whether checked mode may be on in some context (the environment's default, or a
 :func:`checked` block open in some thread): the one attribute read of the "off" path.
 :func:`is_enabled` says whether it is on in the calling context."""

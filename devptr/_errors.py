@@ -7,6 +7,11 @@ catch either: ``TypeError`` for a wrong type, ``ValueError`` for a bad value or 
 closed, no device). :class:`DevPtrError` itself is never raised (``tests/test_errors.py``
 walks the package source and fails on a ``raise`` of a built-in, a third-party or the bare
 base class). Messages print addresses in hex and counts and indices in decimal.
+
+This module imports nothing (the checker and the mypy plugin use it without torch or numpy).
+The vendorable module (:mod:`devptr.vendor.ptrtable`) declares the same names for engines
+that copy it; inside devptr, ``devptr.vendor`` installs these classes in it, so there is
+one taxonomy (``tests/vendor/test_parity.py`` checks the names are the same objects).
 """
 
 from __future__ import annotations

@@ -2,10 +2,12 @@
 
 - :class:`FakeTensor`: an object whose ``data_ptr()`` returns a chosen address.
 - XPU-like address constants (bit 63 set, 8-byte aligned unless stated).
-- :func:`high_addresses`: a context manager (and the ``high_addresses_mode`` pytest
-  fixture) that runs code "as if" every tensor address had bit 63 set, by flipping bit 63
-  of what ``Tensor.data_ptr()`` and ``UntypedStorage.data_ptr()`` return. Use it for host
-  paths that build tables; translate back with :func:`real_address` before dereferencing.
+- :func:`high_addresses`: a context manager (also a pytest marker and the
+  ``high_addresses_mode`` fixture) that runs code "as if" every device address had bit 63
+  set, by flipping bit 63 of what ``Tensor.data_ptr()`` and ``UntypedStorage.data_ptr()``
+  return for device tensors (``host=True``: CPU tensors too). For host paths that build
+  tables only: the addresses are fake, so no kernel can run on them; translate back with
+  :func:`real_address` before dereferencing.
 - :func:`encoding_environment`: run a block with another ``DEVPTR_ENCODING`` (devptr reads
   the variable once, at first use).
 """
@@ -98,7 +100,7 @@ def encoding_environment(value: str | None) -> Iterator[None]:
 
     old_env = os.environ.get(_encoding.ENV_VAR)
     with _encoding._lock:
-        old_reg = dict(_encoding._registered)
+        old_reg = dict(_encoding.BACKENDS)
     _set_env(_encoding.ENV_VAR, value)
     try:
         _encoding.reload_environment()
@@ -106,8 +108,8 @@ def encoding_environment(value: str | None) -> Iterator[None]:
     finally:
         _set_env(_encoding.ENV_VAR, old_env)
         with _encoding._lock:
-            _encoding._registered.clear()
-            _encoding._registered.update(old_reg)
+            _encoding.BACKENDS.clear()
+            _encoding.BACKENDS.update(old_reg)
         _encoding.reload_environment()
 
 
@@ -129,12 +131,23 @@ def real_address(ptr: DevicePtr) -> DevicePtr:
 
 
 @contextlib.contextmanager
-def high_addresses() -> Iterator[None]:
-    """Inside the block, ``Tensor.data_ptr()`` and ``UntypedStorage.data_ptr()`` report
-    every address with bit 63 flipped (so CPU/CUDA addresses look like XPU ones).
+def high_addresses(*, host: bool = False) -> Iterator[None]:
+    """Inside the block, ``Tensor.data_ptr()`` and ``UntypedStorage.data_ptr()`` of *device*
+    tensors report their address with bit 63 flipped, so CUDA/ROCm addresses look like
+    Intel XPU ones (``>= 2**63``); host (CPU) tensors keep theirs, as on XPU, where only
+    device allocations live that high.
 
-    Only for host-side table building: never hand such an address to a kernel; use
-    :func:`real_address` to translate back. Re-entrant; not for concurrent threads.
+    ``host=True`` flips CPU tensors too: for CPU-only tests, which have no device tensors.
+
+    What it cannot do: the addresses are fake. No kernel, copy op or custom op can be run
+    on a table built under it (the memory is not there); it tests host-side table building
+    only: dtypes, overflow, two's complement, unsigned comparisons. Translate an address
+    back with :func:`real_address` before anything dereferences it. Re-entrant (the
+    outermost block's ``host`` holds); patches the classes for every thread, so not for
+    tests that run threads concurrently. The pytest forms: the ``high_addresses`` marker
+    (``@pytest.mark.high_addresses`` or ``@pytest.mark.high_addresses(host=True)``) once
+    this module is a plugin (``-p devptr.testing`` or ``pytest_plugins``), and the
+    ``high_addresses_mode`` fixture.
     """
     global _depth
     with _lock:
@@ -143,8 +156,9 @@ def high_addresses() -> Iterator[None]:
                 orig = cls.data_ptr
                 _saved[cls.__name__] = orig
 
-                def flipped(self: object, _orig: Callable[..., int] = orig) -> int:
-                    return _orig(self) ^ SIGN_BIT
+                def flipped(self: Any, _orig: Callable[..., int] = orig) -> int:
+                    addr = _orig(self)
+                    return addr ^ SIGN_BIT if host or self.device.type != "cpu" else addr
 
                 cls.data_ptr = flipped  # type: ignore[method-assign]
         _depth += 1
@@ -158,13 +172,34 @@ def high_addresses() -> Iterator[None]:
                 torch.UntypedStorage.data_ptr = _saved.pop("UntypedStorage")  # type: ignore[method-assign]
 
 
-try:  # the fixture, when pytest is importable (test environments)
+MARKER: Final = "high_addresses"
+"""``@pytest.mark.high_addresses`` (device addresses) / ``(host=True)`` (CPU tensors too)."""
+
+try:  # the pytest plugin and fixture, when pytest is importable (test environments)
     import pytest
+
+    def pytest_configure(config: pytest.Config) -> None:
+        """Register the marker (for ``--strict-markers``) when this module is a plugin."""
+        config.addinivalue_line(
+            "markers",
+            f"{MARKER}(host=False): run the test under devptr.testing.high_addresses() "
+            "(device tensors' data_ptr() >= 2**63; host=True: CPU tensors too)",
+        )
+
+    @pytest.fixture(autouse=True)
+    def _high_addresses_marker(request: pytest.FixtureRequest) -> Iterator[None]:
+        """Apply ``@pytest.mark.high_addresses(host=...)``; a test without the marker runs as is."""
+        mark = request.node.get_closest_marker(MARKER)
+        if mark is None:
+            yield
+            return
+        with high_addresses(**mark.kwargs):
+            yield
 
     @pytest.fixture
     def high_addresses_mode() -> Iterator[None]:
-        """Pytest fixture form of :func:`high_addresses`."""
-        with high_addresses():
+        """Pytest fixture form of :func:`high_addresses` with ``host=True`` (CPU-only tests)."""
+        with high_addresses(host=True):
             yield
 
 except ImportError:  # pragma: no cover - pytest absent at runtime

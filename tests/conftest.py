@@ -1,12 +1,13 @@
-"""Shared test configuration: GPU markers skip without the hardware (``support.gpu``), and
-the opt-in tests (vLLM's files, fresh venvs) skip unless asked for (``support.opt_in``)."""
+"""Shared test configuration: GPU markers skip without the hardware (``support.gpu``), the
+opt-in tests (vLLM's files, fresh venvs) skip unless asked for (``support.opt_in``), and
+devptr.testing is a plugin (the ``high_addresses`` marker, the ``high_addresses_mode`` fixture)."""
 
 from __future__ import annotations
 
 import pytest
 from support import gpu, opt_in
 
-from devptr.testing import high_addresses_mode  # noqa: F401  (fixture)
+pytest_plugins = ["devptr.testing"]  # the high_addresses marker and fixtures
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

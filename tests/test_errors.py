@@ -81,11 +81,8 @@ def _resolve(module: object, dotted: str) -> object:
 
 
 def _base_of(module: object) -> type[BaseException]:
-    """The error base class of a module: DevPtrError, except in the vendorable module
-    (devptr.vendor.ptrtable imports nothing of devptr, so it has its own PtrTableError)."""
-    base = getattr(module, "PtrTableError", None)
-    if getattr(module, "__name__", "").startswith("devptr.vendor.") and isinstance(base, type):
-        return base
+    """The error base class: DevPtrError everywhere, the vendorable module included (inside
+    devptr, ``devptr.vendor`` installs devptr's error classes in it)."""
     return DevPtrError
 
 

@@ -1,24 +1,12 @@
-"""Device-pointer tables in one file: the part of devptr an engine can vendor.
-
-Depends only on the standard library, numpy and torch; imports nothing else of devptr, so it
-can be copied as is (e.g. to ``vllm/utils/ptrtable.py``). Names and behaviour follow devptr's
-core (``DevicePtr``, ``Encoding``, ``encoding_for``, ``PtrBuffer``, ``store``, ``ptr_tensor``,
-``addresses``), so ``devptr check`` and its messages apply unchanged; the tests run the same
-assertions against both (``tests/vendor/test_ptrtable.py``).
-
-What it leaves out: pools, mixed-record tables (``PtrTable``), checked mode, the kernels.
-
-Memory: a :class:`PtrBuffer` owns a uint64 host tensor (pinned when an accelerator is
-present) and, with ``device=``, a device mirror; every view it hands out shares that memory.
-The encoding table is read once, by :func:`configure` (call it at start-up).
-"""
+"""devptr's lowest layer in one file to copy: torch and numpy only, nothing run at import (see docs)."""
 
 from __future__ import annotations
 
 import enum
+import functools
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, Final, NoReturn, Protocol, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -27,354 +15,186 @@ import torch
 ADDR_LIMIT: Final = 1 << 64
 SIGN_BIT: Final = 1 << 63
 ENV_VAR: Final = "DEVPTR_ENCODING"
+_U64 = np.dtype(np.uint64)
+_DTYPES = {False: (np.dtype(np.int64), _U64), True: (torch.int64, torch.uint64)}
 
+class DevPtrError(Exception):
+    """Base of every error raised here (never raised itself)."""
+class PtrTypeError(DevPtrError, TypeError):
+    """A value or container of the wrong type (a raw int where a DevicePtr goes, a read-only array)."""
+class AddressRangeError(DevPtrError, ValueError):
+    """A value outside its range (an address outside ``[0, 2**64)``...)."""
+class LengthMismatchError(DevPtrError, ValueError):
+    """Shapes or lengths that must match do not (there is no broadcasting)."""
+class UnknownBackendError(DevPtrError, ValueError):
+    """A backend (device type), encoding or environment value that is not known."""
+class CapacityError(DevPtrError, IndexError):
+    """An index or slice bound outside the container (never wrapped, never clamped)."""
+class AddressOverflowError(DevPtrError, OverflowError):
+    """Address arithmetic would leave ``[0, 2**64)`` (it never wraps)."""
 
-# -- errors: one base, each also of its built-in family --------------------------------------
-class PtrTableError(Exception):
-    """Base of every error this module raises."""
+def check_int(value: object, what: str = "address") -> int:
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise PtrTypeError(f"{what} must be an int (got {value!r})")
+    return int(value)
+def unsigned_address(raw: object, what: str = "data_ptr()") -> int:
+    if not -SIGN_BIT <= (value := check_int(raw, what)) < ADDR_LIMIT:
+        raise AddressRangeError(f"{what} is not an int64 or uint64 value (got {value:#x})")
+    return value % ADDR_LIMIT
+class SupportsDataPtr(Protocol):
+    def data_ptr(self) -> int: ...
+taken: Callable[[object, int], None] | None = None  # if set, taken(obj, addr) for each obj.data_ptr() read
 
-
-class PtrTypeError(PtrTableError, TypeError):
-    """A value of the wrong type (a raw int where a DevicePtr is needed, a bad dtype)."""
-
-
-class AddressRangeError(PtrTableError, ValueError):
-    """An address outside [0, 2**64), or a bad encoding specification."""
-
-
-class AddressOverflowError(PtrTableError, OverflowError):
-    """Address arithmetic left [0, 2**64)."""
-
-
-class StateError(PtrTableError, RuntimeError):
-    """The object is not in the state the call needs (no device mirror)."""
-
-
-class CapacityError(PtrTableError, IndexError):
-    """An index or count outside a table's capacity."""
-
-
-def _kind(x: object) -> str:
-    return (
-        f"{type(x).__name__} {x:#x}" if isinstance(x, int) and not isinstance(x, bool) else type(x).__name__
-    )
-
-
-# -- encodings -------------------------------------------------------------------------------
-class Encoding(enum.Enum):
-    """How a consumer reads the 64 bits: uint64 (XPU ops) or int64 two's complement (CUDA/ROCm)."""
-
-    U64 = "U64"
-    I64 = "I64"
-
-    @property
-    def torch_dtype(self) -> torch.dtype:
-        return torch.uint64 if self is Encoding.U64 else torch.int64
-
-    @property
-    def numpy_dtype(self) -> type[np.unsignedinteger[Any]] | type[np.signedinteger[Any]]:
-        return np.uint64 if self is Encoding.U64 else np.int64
-
-
-_DEFAULTS: Final[Mapping[str, Encoding]] = {"xpu": Encoding.U64}
-_table: dict[str, Encoding] = dict(_DEFAULTS)
-_all: Encoding | None = None
-
-
-def configure(spec: str | None = None) -> None:
-    """Fix the per-backend encodings once, at start-up: ``"U64"`` for every backend, or
-    ``"xpu=U64,cuda=I64"``; ``None`` reads ``$DEVPTR_ENCODING`` (unset: the defaults)."""
-    global _all
-    text = os.environ.get(ENV_VAR, "") if spec is None else spec
-    table, every = dict(_DEFAULTS), None
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, _, value = part.rpartition("=")
-        try:
-            enc = Encoding(value.strip().upper())
-        except ValueError:
-            raise AddressRangeError(f"{ENV_VAR}: unknown encoding {value!r} (expected U64 or I64)") from None
-        if name:
-            table[name.strip().lower()] = enc
-        else:
-            every = enc
-    _table.clear()
-    _table.update(table)
-    _all = every
-
-
-def register_backend(name: str, encoding: Encoding) -> None:
-    """Set ``name``'s default encoding (e.g. ``register_backend("cuda", Encoding.U64)``)."""
-    if not isinstance(encoding, Encoding):
-        raise PtrTypeError(f"encoding must be an Encoding (got {_kind(encoding)})")
-    _table[name.lower()] = encoding
-
-
-def encoding_for(device: str | torch.device | None) -> Encoding:
-    """The default encoding of ``device``'s backend (``xpu``: U64; every other: I64)."""
-    kind = "cpu" if device is None else torch.device(device).type
-    if _all is not None:
-        return _all
-    return _table.get(kind, Encoding.I64)
-
-
-# -- one address -----------------------------------------------------------------------------
+@functools.total_ordering
 class DevicePtr:
-    """One device address, unsigned, in [0, 2**64). No ``__int__``/``__index__``: say ``.addr``
-    (unsigned) or ``.signed`` (int64 two's complement)."""
-
+    """An address in ``[0, 2**64)``; immutable, picklable; no ``__int__``; ``DevicePtr(16) == 16`` raises."""
     __slots__ = ("addr",)
     addr: int
-
+    NULL: ClassVar[DevicePtr]
     def __init__(self, addr: int) -> None:
-        if type(addr) is not int:
-            raise PtrTypeError(f"DevicePtr needs an int address (got {_kind(addr)})")
-        if not 0 <= addr < ADDR_LIMIT:
-            raise AddressRangeError(f"address must be in [0, 2**64) (got {addr:#x})")
-        object.__setattr__(self, "addr", addr)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError("DevicePtr is immutable")
-
+        if not 0 <= (value := check_int(addr)) < ADDR_LIMIT:
+            raise AddressRangeError(f"address must be in [0, 2**64) (got {value:#x})")
+        object.__setattr__(self, "addr", value)
+    def __setattr__(self, name: str, value: object = None) -> None:
+        raise AttributeError(f"DevicePtr is immutable (cannot change {name!r})")
     @classmethod
-    def of(cls, obj: Any, offset: int = 0) -> DevicePtr:
-        """From anything with ``data_ptr()``; a negative value is decoded as two's complement."""
-        raw = obj.data_ptr()
-        base = cls(raw % ADDR_LIMIT if type(raw) is int and -SIGN_BIT <= raw < 0 else raw)
-        return base + offset if offset else base
-
+    def of(cls, obj: SupportsDataPtr, offset: int = 0) -> DevicePtr:
+        if not callable(getattr(obj, "data_ptr", None)) or isinstance(obj, DevicePtr):
+            raise PtrTypeError(f"DevicePtr.of() needs an object with data_ptr() (got {obj!r}): DevicePtr(x)?")
+        addr = unsigned_address(obj.data_ptr())
+        if taken is not None:
+            taken(obj, addr)
+        return cls(addr) + offset if offset else cls(addr)
     @classmethod
     def from_signed(cls, value: int) -> DevicePtr:
-        if type(value) is not int or not -SIGN_BIT <= value < SIGN_BIT:
-            raise AddressRangeError(f"an int64 value is needed (got {_kind(value)})")
+        if not -SIGN_BIT <= check_int(value, "signed address") < SIGN_BIT:
+            raise AddressRangeError(f"signed address must be in [-2**63, 2**63) (got {value:#x})")
         return cls(value % ADDR_LIMIT)
-
     @property
-    def signed(self) -> int:
-        return self.addr - ADDR_LIMIT if self.addr >= SIGN_BIT else self.addr
-
+    def signed(self) -> int: return self.addr - ADDR_LIMIT if self.addr >= SIGN_BIT else self.addr
+    @property
+    def is_null(self) -> bool: return self.addr == 0
     def encode(self, encoding: Encoding) -> int:
+        if not isinstance(encoding, Encoding):
+            raise PtrTypeError(f"encoding must be an Encoding (got {encoding!r})")
         return self.addr if encoding is Encoding.U64 else self.signed
-
+    def is_aligned(self, n: int) -> bool:
+        if check_int(n, "alignment") <= 0:
+            raise AddressRangeError(f"alignment must be positive (got {n})")
+        return self.addr % n == 0
     def __add__(self, n: int) -> DevicePtr:
-        if type(n) is not int:
-            return NotImplemented
-        out = self.addr + n
-        if not 0 <= out < ADDR_LIMIT:
-            raise AddressOverflowError(f"{self!r} + {n:#x} leaves [0, 2**64)")
-        return DevicePtr(out)
-
-    def __sub__(self, other: int | DevicePtr) -> Any:
-        if isinstance(other, DevicePtr):
-            return self.addr - other.addr
-        if type(other) is not int:
-            return NotImplemented
-        return self + (-other)
-
+        if not 0 <= self.addr + check_int(n, "offset") < ADDR_LIMIT:
+            raise AddressOverflowError(f"{self!r} + {n} leaves [0, 2**64) (got {self.addr + n:#x})")
+        return DevicePtr(self.addr + n)
+    @overload
+    def __sub__(self, other: DevicePtr) -> int: ...
+    @overload
+    def __sub__(self, other: int) -> DevicePtr: ...
+    def __sub__(self, other: DevicePtr | int) -> DevicePtr | int:
+        return self.addr - other.addr if isinstance(other, DevicePtr) else self + -check_int(other, "offset")
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, DevicePtr) and other.addr == self.addr
-
+        if isinstance(other, DevicePtr):
+            return self.addr == other.addr
+        if hasattr(type(other), "__index__"):  # an int, a numpy or torch integer
+            self._refuse(other)
+        return NotImplemented
     def __lt__(self, other: DevicePtr) -> bool:
-        return self.addr < other.addr
+        return self.addr < other.addr if isinstance(other, DevicePtr) else self._refuse(other)
+    def _refuse(self, other: object) -> NoReturn:
+        raise PtrTypeError(f"a DevicePtr compares only with a DevicePtr (got {other!r}): use p.addr")
+    __radd__, __delattr__ = __add__, __setattr__
+    def __reduce__(self) -> tuple[type[DevicePtr], tuple[int]]: return DevicePtr, (self.addr,)
+    def __hash__(self) -> int: return hash(self.addr)
+    def __repr__(self) -> str: return f"DevicePtr({self.addr:#x})"
+DevicePtr.NULL = DevicePtr(0)
 
-    def __hash__(self) -> int:
-        return hash(("DevicePtr", self.addr))
-
-    def __repr__(self) -> str:
-        return f"DevicePtr({self.addr:#x})"
-
-
-# -- arrays of addresses ---------------------------------------------------------------------
-def _as_u64(ptrs: object) -> npt.NDArray[np.uint64]:
-    """DevicePtrs, objects with ``data_ptr()``, or a uint64 array, as a new uint64 array."""
-    if isinstance(ptrs, np.ndarray):
-        if ptrs.dtype != np.uint64:
-            raise PtrTypeError(f"address arrays must be uint64 (got {ptrs.dtype})")
-        return np.ascontiguousarray(ptrs.reshape(-1))
-    if isinstance(ptrs, (DevicePtr, int)) or hasattr(ptrs, "data_ptr") or not isinstance(ptrs, Iterable):
-        ptrs = [ptrs]
-    out: list[int] = []
-    for p in ptrs:
-        if isinstance(p, DevicePtr):
-            out.append(p.addr)
-        elif hasattr(p, "data_ptr"):
-            out.append(DevicePtr.of(p).addr)
-        else:
-            raise PtrTypeError(f"expected DevicePtr or an object with data_ptr() (got {_kind(p)})")
-    return np.asarray(out, dtype=np.uint64)
-
-
-def addresses(base: DevicePtr, index: object, stride: int, offset: int = 0) -> npt.NDArray[np.uint64]:
-    """``base + index*stride + offset`` as uint64, every element range-checked (no wrap)."""
-    if not isinstance(base, DevicePtr):
-        raise PtrTypeError(f"base must be a DevicePtr (got {_kind(base)})")
-    idx = np.asarray(index)
-    if idx.dtype.kind not in "iu":
-        raise PtrTypeError(f"index must hold integers (got {idx.dtype})")
-    if type(stride) is not int or type(offset) is not int or stride < 0 or offset < 0:
-        raise AddressRangeError(f"stride and offset must be ints >= 0 (got {stride}, {offset})")
-    if idx.size == 0:
-        return np.zeros(0, dtype=np.uint64)
-    lo, hi = int(idx.min()), int(idx.max())
-    if lo < 0:
-        raise AddressRangeError(f"index must be >= 0 (got {lo})")
-    if base.addr + hi * stride + offset >= ADDR_LIMIT:
-        raise AddressOverflowError(f"{base!r} + index {hi} * stride {stride:#x} + offset leaves [0, 2**64)")
-    return np.uint64(base.addr + offset) + idx.astype(np.uint64).reshape(-1) * np.uint64(stride)
-
-
-def _u64_view(container: object) -> npt.NDArray[np.uint64]:
-    if isinstance(container, np.ndarray):
-        if container.dtype not in (np.int64, np.uint64):
-            raise PtrTypeError(f"store() needs an int64/uint64 array (got {container.dtype})")
-        return container.view(np.uint64)
-    if isinstance(container, torch.Tensor):
-        if container.dtype not in (torch.int64, torch.uint64):
-            raise PtrTypeError(f"store() needs an int64/uint64 tensor (got {container.dtype})")
-        return container.view(torch.int64).numpy().view(np.uint64)
-    raise PtrTypeError(f"store() needs a torch tensor or numpy array (got {_kind(container)})")
-
-
-def store(container: object, index: int | slice, ptrs: object) -> None:
-    """Write ``ptrs`` bit-exactly into an int64/uint64 tensor (any device) or numpy array.
-
-    Validates everything before writing. A device tensor gets one synchronous H2D copy.
-    """
-    values = _as_u64(ptrs)
-    if isinstance(container, torch.Tensor) and container.device.type != "cpu":
-        if container.dtype not in (torch.int64, torch.uint64):
-            raise PtrTypeError(f"store() needs an int64/uint64 tensor (got {container.dtype})")
-        host = torch.from_numpy(values.view(np.int64))
-        target = container.view(torch.int64)[index]
-        if target.numel() != host.numel():
-            raise CapacityError(f"{host.numel()} address(es) for {target.numel()} slot(s)")
-        target.copy_(host.reshape(target.shape))
-        return
-    view = _u64_view(container)
-    target_np = view[index]
-    n = 1 if np.isscalar(target_np) or np.ndim(target_np) == 0 else int(np.size(target_np))
-    if n != values.size:
-        raise CapacityError(f"{values.size} address(es) for {n} slot(s)")
-    view[index] = values[0] if isinstance(index, int) else values
-
-
-def ptr_tensor(
-    items: object, *, encoding: Encoding | None = None, device: str | torch.device | None = None
-) -> torch.Tensor:
-    """A new 1-D table of ``items`` (DevicePtrs or tensors) in ``encoding`` on ``device``."""
-    enc = encoding if encoding is not None else encoding_for(device)
-    host = torch.from_numpy(_as_u64(items).view(np.int64).copy())
-    out = host if device is None or torch.device(device).type == "cpu" else host.to(device)
-    return out.view(enc.torch_dtype)
-
-
-class PtrBuffer:
-    """``capacity`` addresses: a uint64 host table plus, with ``device=``, a device mirror."""
-
-    def __init__(
-        self, capacity: int, *, device: str | torch.device | None = None, pin_memory: bool | None = None
-    ) -> None:
-        if type(capacity) is not int or capacity < 0:
-            raise CapacityError(f"capacity must be an int >= 0 (got {_kind(capacity)})")
-        self._device = None if device is None else torch.device(device)
-        accel = self._device is not None and self._device.type != "cpu"
-        pin = accel if pin_memory is None else (pin_memory and accel)
-        self._host = torch.zeros(capacity, dtype=torch.int64, pin_memory=pin)
-        self._np: npt.NDArray[np.uint64] = self._host.numpy().view(np.uint64)
-        self._mirror = (
-            None if self._device is None else torch.zeros(capacity, dtype=torch.int64, device=self._device)
-        )
-        self._pending: Any = None
-
+class Encoding(enum.Enum):
+    """``U64`` (uint64) or ``I64`` (int64 two's complement, the CUDA/ROCm C++ ops' ABI)."""
+    U64 = "U64"
+    I64 = "I64"
     @property
-    def capacity(self) -> int:
-        return int(self._np.size)
-
-    def __len__(self) -> int:
-        return self.capacity
-
-    def _wait(self) -> None:
-        if self._pending is not None:
-            self._pending.synchronize()
-            self._pending = None
-
-    def _check(self, start: int, count: int) -> None:
-        if type(start) is not int or start < 0 or start + count > self.capacity:
-            raise CapacityError(f"entries [{start}, {start}+{count}) outside capacity {self.capacity}")
-
-    def __getitem__(self, i: int) -> DevicePtr:
-        self._check(i, 1)
-        return DevicePtr(int(self._np[i]))
-
-    def __setitem__(self, i: int, value: DevicePtr) -> None:
-        if type(value) is not DevicePtr:
-            raise PtrTypeError(f"entries are DevicePtrs (got {_kind(value)})")
-        if type(i) is not int or not 0 <= i < self._np.size:
-            raise CapacityError(f"index {i!r} outside capacity {self.capacity}")
-        if self._pending is not None:
-            self._wait()
-        self._np[i] = value.addr
-
-    def fill(self, start: int, ptrs: object) -> int:
-        """Write ``ptrs`` from ``start``; returns the end index. Nothing is written on error."""
-        values = _as_u64(ptrs)
-        self._check(start, values.size)
-        self._wait()
-        self._np[start : start + values.size] = values
-        return start + int(values.size)
-
-    def fill_strided(self, start: int, base: DevicePtr, index: object, stride: int, offset: int = 0) -> int:
-        return self.fill(start, addresses(base, index, stride, offset))
-
-    def numpy(self) -> npt.NDArray[np.uint64]:
-        out = self._np.view()
-        out.flags.writeable = False
-        return out
-
-    def host(self, encoding: Encoding | None = None) -> torch.Tensor:
-        enc = encoding if encoding is not None else encoding_for(self._device)
-        return self._host.view(enc.torch_dtype)
-
-    def device(self, encoding: Encoding | None = None) -> torch.Tensor:
-        if self._mirror is None:
-            raise StateError("this buffer has no device mirror: construct it with device=...")
-        enc = encoding if encoding is not None else encoding_for(self._device)
-        return self._mirror.view(enc.torch_dtype)
-
-    def to_device(
-        self, n: int | None = None, *, encoding: Encoding | None = None, non_blocking: bool = True
-    ) -> torch.Tensor:
-        """Copy the first ``n`` entries to the mirror (one copy); returns their device view."""
-        count = self.capacity if n is None else n
-        if type(count) is not int or not 0 <= count <= self.capacity:
-            raise CapacityError(f"n must be an int in [0, {self.capacity}] (got {_kind(n)})")
-        mirror = self.device(encoding)
-        if count:
-            asynchronous = non_blocking and self._host.is_pinned()
-            self._mirror[:count].copy_(self._host[:count], non_blocking=asynchronous)  # type: ignore[index]
-            if asynchronous:
-                event_cls = getattr(getattr(torch, mirror.device.type, None), "Event", None)
-                if event_cls is not None:
-                    self._pending = event_cls()
-                    self._pending.record()
-        return mirror[:count]
-
-
-configure()
-
-__all__ = [
-    "AddressOverflowError",
-    "AddressRangeError",
-    "CapacityError",
-    "DevicePtr",
-    "Encoding",
-    "PtrBuffer",
-    "PtrTableError",
-    "PtrTypeError",
-    "StateError",
-    "addresses",
-    "configure",
-    "encoding_for",
-    "ptr_tensor",
-    "register_backend",
-    "store",
-]
+    def torch_dtype(self) -> torch.dtype: return torch.uint64 if self is Encoding.U64 else torch.int64
+    @property
+    def numpy_dtype(self) -> np.dtype[Any]: return np.dtype(np.uint64 if self is Encoding.U64 else np.int64)
+BACKENDS: dict[str, Encoding] = {"xpu": Encoding.U64}
+"""Device types not read as I64 (XPU: addresses >= 2**63), and types torch does not know: add yours."""
+_env: tuple[Encoding | None, dict[str, Encoding]] | None = None  # read at the first lookup
+def _known(name: str) -> bool:
+    try:
+        return name in BACKENDS or (":" not in name and torch.device(name).index is None)
+    except RuntimeError:  # not a torch device type (they are lower case: "cuda", not "CUDA")
+        return False
+def use_environment(name: str | None = ENV_VAR) -> tuple[Encoding | None, dict[str, Encoding]]:
+    """Read environment variable ``name`` now (None: none): ``U64``/``I64``, or ``xpu=U64,cuda=I64``."""
+    global _env
+    text, per = (os.environ.get(name, "") if name else "").strip(), dict[str, Encoding]()
+    for part in filter(None, (p.strip() for p in (text.split(",") if "=" in text else [text]))):
+        kind, _, enc = (s.strip() for s in part.rpartition("="))
+        if enc.upper() not in ("U64", "I64") or ("=" in text) != bool(kind) or not _known(kind or "cpu"):
+            raise UnknownBackendError(f"environment variable {name}={text!r} is invalid at {part!r}: "
+                                      "expected U64, I64 or backend=ENC,... with torch's (lower-case) types")
+        per[kind] = Encoding(enc.upper())
+    _env = (per.pop("", None), per)
+    return _env
+def encoding_for(device: str | torch.device | torch.Tensor, default: Encoding | None = None) -> Encoding:
+    """The environment's encoding for ``device``, else BACKENDS', else I64 (torch's types) or ``default``."""
+    if not isinstance(device, (str, torch.device, torch.Tensor)) or not isinstance(default, Encoding | None):
+        raise PtrTypeError(f"expected a device (type) or a tensor and an Encoding default (got {device!r})")
+    name, colon, index = str(getattr(device, "device", device)).partition(":")
+    if colon and not index.isdigit():
+        raise UnknownBackendError(f"not a device name: {device!r}")
+    every, per = _env or use_environment()
+    if not (known := name in per or _known(name)) and default is None:
+        raise UnknownBackendError(f"unknown backend {name!r}: not a torch device type, nor in BACKENDS")
+    return per.get(name) or every or BACKENDS.get(name, Encoding.I64 if known or not default else default)
+Addresses = Sequence[DevicePtr | SupportsDataPtr] | npt.NDArray[np.uint64]
+Index = int | slice | tuple[int | slice, ...] | Sequence[int] | npt.NDArray[np.integer[Any]]
+def _addresses(ptrs: object) -> npt.NDArray[np.uint64] | int:
+    if type(ptrs) is DevicePtr or (isinstance(ptrs, np.ndarray) and ptrs.dtype == _U64 and ptrs.ndim == 1):
+        return ptrs.addr if isinstance(ptrs, DevicePtr) else ptrs
+    if isinstance(ptrs, (DevicePtr, str, bytes, np.ndarray, torch.Tensor)) or not isinstance(ptrs, Iterable):
+        raise PtrTypeError(f"ptrs must be DevicePtrs, tensors (data_ptr()) or a uint64 array (got {ptrs!r})")
+    out = []
+    for k, p in enumerate(ptrs):
+        if type(p) is not DevicePtr and not callable(getattr(p, "data_ptr", None)):
+            raise PtrTypeError(f"ptrs[{k}] must be a DevicePtr or an object with data_ptr() (got {p!r})")
+        out.append(p.addr if type(p) is DevicePtr else DevicePtr.of(p).addr)
+    return np.array(out, _U64)
+def _selected(shape: tuple[int, ...], index: Index) -> tuple[int, ...]:
+    parts = cast("tuple[Any, ...]", index if isinstance(index, tuple) else (index,))
+    for dim, (part, size) in enumerate(zip(parts, shape, strict=False)):
+        sl = isinstance(part, slice)
+        if sl and part.step is not None and (type(part.step) is not int or part.step < 1):
+            raise PtrTypeError(f"store(): slice steps must be positive ints (got {part.step!r})")
+        for b in [b for b in (part.start, part.stop) if b is not None] if sl else np.ravel(part).tolist():
+            if isinstance(b, bool) or not isinstance(b, (int, np.integer)):
+                raise PtrTypeError(f"store(): indices are ints, slices or a tuple of them (got {b!r})")
+            if not 0 <= b <= size - (not sl):
+                raise CapacityError(f"store(): index {b} out of range for dimension {dim} of size {size}")
+    try:
+        return np.broadcast_to(np.uint8(0), shape)[index].shape
+    except IndexError as exc:
+        raise CapacityError(f"store(): {exc} (index {index!r} into shape {shape})") from None
+def store(container: torch.Tensor | npt.NDArray[Any], index: Index, ptrs: DevicePtr | Addresses) -> None:
+    """Write DevicePtr(s) bit-exactly into an int64/uint64 tensor or array: an index never wraps (-1) nor
+    clamps, ``ptrs`` has the selection's shape, nothing is written on error; a device tensor: one H2D copy."""
+    tensor, layout = isinstance(container, torch.Tensor), getattr(container, "layout", torch.strided)
+    if not (tensor or isinstance(container, np.ndarray)) or container.dtype not in _DTYPES[tensor] or (
+            layout != torch.strided):
+        raise PtrTypeError(f"store() needs an int64 or uint64 container: a dense torch tensor or numpy "
+                           f"array (got {type(container).__name__} {getattr(container, 'dtype', '')})")
+    arr = cast(torch.Tensor, container).numpy() if tensor and container.is_cpu else container  # type: ignore[union-attr]
+    if isinstance(arr, np.ndarray) and not arr.flags.writeable:
+        raise PtrTypeError("store() needs a writable container (got a read-only array: PtrBuffer.numpy()?)")
+    if type(ptrs) is DevicePtr and type(index) is int and isinstance(arr, np.ndarray) and arr.ndim == 1:
+        if 0 <= index < len(arr):  # the common case, one slot of a 1-D host table: fast
+            arr.view(_U64)[index] = ptrs.addr
+            return
+    got, vals = _selected(tuple(container.shape), index), _addresses(ptrs)
+    if got != np.shape(vals):
+        raise LengthMismatchError(f"store(): the index selects shape {got}, ptrs have shape {np.shape(vals)}")
+    if isinstance(arr, np.ndarray):
+        arr.view(_U64)[index] = vals
+    else:
+        src = torch.from_numpy(np.array(vals, dtype=_U64, ndmin=1).view(np.int64)).reshape(got)
+        container.view(torch.int64)[index] = src.to(container.device)  # type: ignore[call-overload]

@@ -159,7 +159,7 @@ def test_bad_calls_raise_and_copy_nothing(kind: str) -> None:
 
 def test_host_path_refuses_high_addresses_mode() -> None:
     src, dst = torch.ones(16, dtype=torch.uint8), torch.zeros(16, dtype=torch.uint8)
-    with high_addresses():
+    with high_addresses(host=True):
         s, d = _ptrs([src]), _ptrs([dst])
         with pytest.raises(AddressRangeError, match="bit 63"):
             swap_blocks_batch(s, d, torch.tensor([16]), device="cpu")

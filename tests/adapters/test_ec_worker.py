@@ -177,7 +177,7 @@ def test_high_addresses_through_an_xpu_style_op() -> None:
         region = torch.zeros(16, 32, dtype=torch.int8)
         pool = DescriptorBufferPool("cpu", backend="xpu")
         outs = {"x": torch.randn(5, 7)}
-        with high_addresses():
+        with high_addresses(host=True):
             worker = ECCPUWorker(region, dtype=torch.float32, device="cpu", pool=pool)
             worker.save_caches(outs, "x", {"x": [4, 5, 7, 8, 9]})
             worker.flush_saves()

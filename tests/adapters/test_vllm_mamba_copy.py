@@ -100,7 +100,7 @@ def test_high_addresses_bit_identical(vllm: object, seed: int) -> None:
     model = random_model(vllm, seed, num_blocks=48, device=DEVICE, max_layers=4)
     reqs = random_requests(model, 200 + seed, count=8)
     _, low = _vllm_tables(vllm, model, reqs)
-    with high_addresses():
+    with high_addresses(host=True):
         _, theirs = _vllm_tables(vllm, model, reqs)
         _, ours = _our_tables(model, reqs)
     _assert_same(theirs, ours)

@@ -128,7 +128,7 @@ def test_high_addresses_bit_identical(seed: int) -> None:
     vllm = vs.load_mamba_utils()
     model = random_model(vllm, seed, num_blocks=48, device=DEVICE, max_layers=4)
     tables = _block_tables(model, seed, 8)
-    with high_addresses():
+    with high_addresses(host=True):
         theirs, ours = _build(vllm, model, tables, 8)
         expect = [t.data_ptr() for t in tables]
     _assert_tables_match(theirs, ours, False)

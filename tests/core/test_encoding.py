@@ -77,8 +77,13 @@ def test_env_override() -> None:
         encoding_for("tpu9")
 
 
-@pytest.mark.parametrize("value", ["U65", "garbage", "xpu=U64,=I64", "xpu=U65"])
+@pytest.mark.parametrize(
+    "value",
+    ["U65", "garbage", "xpu=U64,=I64", "xpu=U65", "XPU=I64", "CUDA=U64", "cuda:0=U64", "cdua=U64", "U64,I64"],
+)
 def test_invalid_env_names_the_variable_and_its_value(value: str) -> None:
+    """Issue 22 item 21: a backend name that is not a torch device type (case included, no
+    index) or a registered one is an error, never silently ignored."""
     with pytest.raises(UnknownBackendError) as info, encoding_environment(value):
         pass
     assert "DEVPTR_ENCODING" in str(info.value) and repr(value) in str(info.value)
@@ -104,3 +109,27 @@ def test_encoding_environment_restores_the_registry() -> None:
         assert encoding_for("scratch_backend") is Encoding.U64
     with pytest.raises(UnknownBackendError):
         encoding_for("scratch_backend")
+
+
+def test_env_may_name_a_registered_backend() -> None:
+    with encoding_environment(None):
+        register_backend("mybackend_env", Encoding.I64)
+        os.environ["DEVPTR_ENCODING"] = "mybackend_env=U64"
+        try:
+            reload_environment()
+            assert encoding_for("mybackend_env") is Encoding.U64
+        finally:
+            del os.environ["DEVPTR_ENCODING"]
+
+
+@pytest.mark.parametrize("dev", ["", "tpu", "npu", "npu:0"])
+def test_default_for_device_types_the_registry_does_not_know(dev: str) -> None:
+    """``encoding_for(t, default=...)``: what a per-platform branch gave for other types."""
+    with encoding_environment(None):
+        assert encoding_for(dev, default=Encoding.I64) is Encoding.I64
+        assert encoding_for(dev, default=Encoding.U64) is Encoding.U64
+        with pytest.raises(UnknownBackendError):
+            encoding_for(dev)
+        assert encoding_for("xpu", default=Encoding.I64) is Encoding.U64
+        with pytest.raises(PtrTypeError):
+            encoding_for(dev, default="I64")  # type: ignore[arg-type]

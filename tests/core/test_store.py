@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -14,6 +16,7 @@ from devptr import (
     DevicePtr,
     Encoding,
     LengthMismatchError,
+    PtrBuffer,
     PtrTypeError,
     addresses,
     ptr_tensor,
@@ -182,3 +185,30 @@ def test_addresses_bad_input() -> None:
     with pytest.raises(LengthMismatchError):
         addresses(DevicePtr(0), [1, 2], [8, 8, 8])
     assert addresses(DevicePtr(0), np.array([], dtype=np.int64), 8).dtype == np.uint64
+
+
+def test_read_only_containers_are_refused_and_unchanged() -> None:
+    """Issue 22 item 18: ``store(buf.numpy(), 0, p)`` (a read-only view) is a PtrTypeError,
+    not numpy's ValueError, and writes nothing; so is any read-only array."""
+    buf = PtrBuffer(4, pin_memory=False)
+    ro = np.zeros(3, dtype=np.int64)
+    ro.flags.writeable = False
+    for arr in (buf.numpy(), ro):
+        for index, value in ((0, DevicePtr(8)), (slice(0, 2), [DevicePtr(8), DevicePtr(16)])):
+            with pytest.raises(PtrTypeError, match="read-only"):
+                store(arr, index, value)  # type: ignore[arg-type]
+        assert not arr.any()
+    assert buf.numpy().tolist() == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_sparse_tensors_are_refused(layout: str) -> None:
+    dense = torch.zeros(2, 2, dtype=torch.int64)
+    with warnings.catch_warnings():  # torch: "Sparse CSR tensor support is in beta state"
+        warnings.simplefilter("ignore", UserWarning)
+        sparse = dense.to_sparse() if layout == "coo" else dense.to_sparse_csr()
+    with pytest.raises(PtrTypeError, match="dense"):
+        store(sparse, 0, DevicePtr(8))
+    with pytest.raises(PtrTypeError):
+        store(sparse, (0, 1), DevicePtr(8))
+    assert not sparse.to_dense().any()

@@ -31,11 +31,11 @@ def test_fake_tensor() -> None:
 def test_high_addresses_mode() -> None:
     t = torch.zeros(4)
     real = t.data_ptr()
-    with high_addresses():
+    with high_addresses(host=True):
         high = t.data_ptr()
         assert high >= 2**63
         assert t.untyped_storage().data_ptr() >= 2**63
-        with high_addresses():  # re-entrant
+        with high_addresses():  # re-entrant: the outermost block's host=True holds
             assert t.data_ptr() == high
         p = DevicePtr.of(t)
         buf = PtrBuffer(1, pin_memory=False)
@@ -48,8 +48,37 @@ def test_high_addresses_mode() -> None:
     assert real_address(p).addr == real
 
 
+def test_high_addresses_flips_device_tensors_only() -> None:
+    """By default only device tensors move above 2**63 (as on XPU, where host memory stays
+    low); a meta tensor stands in for a device one on this CPU-only check (its data_ptr()
+    is 0, so flipped it is exactly 2**63)."""
+    host, dev = torch.zeros(4), torch.empty(4, device="meta")
+    before = host.data_ptr()
+    with high_addresses():
+        assert host.data_ptr() == before and host.untyped_storage().data_ptr() < 2**63
+        assert dev.data_ptr() == 2**63 and dev.untyped_storage().data_ptr() == 2**63
+        assert DevicePtr.of(host).addr == before
+    assert dev.data_ptr() == 0
+
+
 def test_fixture(high_addresses_mode: None) -> None:
     assert torch.zeros(1).data_ptr() >= 2**63
+
+
+@pytest.mark.high_addresses
+def test_marker_flips_device_addresses_only() -> None:
+    assert torch.empty(1, device="meta").data_ptr() == 2**63
+    assert torch.zeros(1).data_ptr() < 2**63
+
+
+@pytest.mark.high_addresses(host=True)
+def test_marker_with_host_flips_cpu_tensors() -> None:
+    assert torch.zeros(1).data_ptr() >= 2**63
+
+
+def test_without_the_marker_nothing_is_flipped() -> None:
+    assert torch.empty(1, device="meta").data_ptr() == 0
+    assert torch.zeros(1).data_ptr() < 2**63
 
 
 def test_table_bits_reads_every_encoding_as_unsigned() -> None:
