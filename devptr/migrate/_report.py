@@ -17,7 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from devptr.lint.rules import RULES, Rule
-from devptr.migrate._runner import Summary, collect_files, iter_outcomes, parse_rules
+from devptr.lint._config import command_config
+from devptr.migrate._runner import Summary, as_items, collect_files, iter_outcomes
 
 
 def _line(console: Console, text: str) -> None:
@@ -59,12 +60,19 @@ def run(
     unsafe_fixes: bool = False,
     jobs: int | None = None,
     err: Console | None = None,
+    config: Path | None = None,
 ) -> int:
-    """Migrate ``paths`` and report; returns the exit status (see ``command.py``)."""
+    """Migrate ``paths`` and report; returns the exit status (see ``command.py``).
+
+    The rules and excludes come from ``[tool.devptr]`` of *config* (default: the nearest
+    ``pyproject.toml`` above the first path) with ``select``/``ignore`` applied, read by
+    :func:`devptr.lint._config.command_config` exactly as ``devptr check`` reads them.
+    """
     err = err or Console(stderr=True)
     try:
-        rules = parse_rules(select, ignore)
-        files = collect_files(paths)
+        settings = command_config(paths, config, as_items(select), as_items(ignore))
+        rules = settings.rules()
+        files = collect_files(paths, settings)
     except (ValueError, OSError) as exc:
         _line(err, f"error: {exc}")
         return 2

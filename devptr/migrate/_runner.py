@@ -10,8 +10,7 @@ from pathlib import Path
 
 import attrs
 
-from devptr.lint._config import Config, find_pyproject, load_config
-from devptr.lint._selection import parse_selection, resolve
+from devptr.lint._config import Config, find_pyproject, load_config, with_overrides
 from devptr.lint.checker import FileResult, check_paths
 from devptr.lint.engine import Finding, iter_python_files
 from devptr.lint.rules import Rule
@@ -141,9 +140,12 @@ def parse_rules(
     devptr.lint._selection.SelectionError
         A ``ValueError`` naming the option, for an item that names no rule.
     """
-    chosen = parse_selection([select] if isinstance(select, str) else select, "--select")
-    ignored = parse_selection([ignore] if isinstance(ignore, str) else ignore, "--ignore")
-    return resolve(chosen or None, ignored)
+    return with_overrides(Config(), as_items(select), as_items(ignore), None).rules()
+
+
+def as_items(value: Sequence[str] | str | None) -> Sequence[str] | None:
+    """An option's value as a list of items (a plain string is one item)."""
+    return [value] if isinstance(value, str) else value
 
 
 def parse_select(select: str | None) -> frozenset[Rule]:

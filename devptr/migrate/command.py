@@ -20,7 +20,8 @@ def _rule_range() -> str:
 
 
 _RULES_HELP = (
-    f"Comma-separated rule ids ({_rule_range()}) or ALL; repeatable. Default: the defect rules "
+    f"Comma-separated rule ids ({_rule_range()}), prefixes, categories or ALL; repeatable. "
+    "Replaces [tool.devptr] select. Default: the defect rules "
     "(convention rules, whose fixes change no bits, run only when selected)."
 )
 
@@ -41,7 +42,7 @@ def migrate_command(
     ] = None,
     ignore: Annotated[
         list[str] | None,
-        typer.Option("--ignore", help="Rules to leave out (comma-separated, repeatable)."),
+        typer.Option("--ignore", help="Rules to leave out (same syntax); adds to [tool.devptr] ignore."),
     ] = None,
     unsafe_fixes: Annotated[
         bool,
@@ -53,6 +54,10 @@ def migrate_command(
     jobs: Annotated[
         int | None,
         typer.Option("--jobs", "-j", min=1, help="Worker processes (default: every core)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="pyproject.toml to read [tool.devptr] from (as devptr check)."),
     ] = None,
 ) -> None:
     """Rewrite device-pointer code onto devptr, from the findings of 'devptr check'.
@@ -76,5 +81,6 @@ def migrate_command(
         ignore=ignore,
         unsafe_fixes=unsafe_fixes,
         jobs=jobs,
+        config=config,
     )
     raise typer.Exit(status)
