@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from devptr.lint.rules import RULES, Rule
 from devptr.lint._config import command_config
+from devptr.lint.rules import RULES, Rule
 from devptr.migrate._runner import Summary, as_items, collect_files, iter_outcomes
 
 
