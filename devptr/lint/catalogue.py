@@ -133,6 +133,10 @@ DEVICE_ATTRIBUTES: Final = frozenset({"device", "device_type"})
 """Attribute names (leading/trailing underscores ignored: ``self.device_``, ``_device``)
 through which a class declares the device its tensors live on."""
 
+STRUCT_ENCODERS: Final = frozenset({"struct.pack", "struct.unpack"})
+"""``struct.unpack("q", struct.pack("Q", p))[0]``: a two's-complement round trip."""
+
+
 # -------------------------------------------------------------------------- table sinks
 
 TABLE_CONSTRUCTORS: Final = frozenset(
@@ -299,3 +303,34 @@ TABLE_SINKS: Final = (
     | frozenset({PY_ARRAY})
 )
 """Every call that builds a table from values."""
+
+
+# ---------------------------------------------------------- derived: what the text holds
+def _last(name: str) -> str:
+    return name.rpartition(".")[2]
+
+
+SOURCE_SPELLINGS: Final[frozenset[str]] = frozenset(
+    {
+        *ADDRESS_METHODS,
+        *PEER_POINTER_ATTRS,
+        *ADDRESS_FUNCTION_SUFFIXES,
+        CUDA_ARRAY_INTERFACE,
+        f"data.{CUPY_POINTER_ATTR}",
+        *STRUCT_ENCODERS,
+        *(
+            _last(name)
+            for name in (
+                ADDRESS_FUNCTIONS | ADDRESS_PAIR_FUNCTIONS | HOST_ADDRESS_FUNCTIONS
+                | SIGNED_ENCODERS | VOID_POINTER_TYPES
+                | {n for n in U64_DTYPES | I64_DTYPES if n.startswith("ctypes.")}
+            )
+        ),
+    }
+)
+"""Text a module must hold to contain one of this catalogue's address sources or encoders:
+the last name of each (a call is spelled through some alias of its module, ``rt.malloc``
+or ``cupy.cuda.runtime.malloc``, but with its own last name). Derived here so that the
+engine's text filters (:func:`devptr.lint.engine.may_have_findings` and the per-function
+triggers) cannot drift from the catalogue; ``tests/lint/test_catalogue_reach.py`` proves
+every entry reaches a finding through ``devptr check``."""

@@ -54,6 +54,11 @@ def _called(fn: Val) -> Val:
                host=fn.host)
 
 
+_FILL_VALUE_ARG: Final = {"fill_": 0, "fill": 0, "index_fill_": 2}
+"""Methods of :data:`~devptr.lint.catalogue.STORE_METHODS` that fill an array with one
+value, and the position of that value (``t.index_fill_(dim, index, value)``)."""
+
+
 class ExpressionEvaluator:
     """Evaluate expressions to :class:`~devptr.lint.engine._values.Val` and report inside them."""
 
@@ -462,6 +467,10 @@ class ExpressionEvaluator:
             return self._table(node, name, vals, scope)
         if name in cat.ALLOCATORS or name == "torch.from_numpy":
             return self._allocation(node, name, vals, scope)
+        if name == "numpy.copyto" and len(vals) >= 2 and is_addr(vals[1]):
+            # np.copyto(dst, src): dst receives the addresses
+            self._sink(node, "store", scope, vals[1], cont=self.eval(node.args[0], scope))
+            return None
         if name in cat.OUT_UFUNCS:
             out = syn.kwarg(node, "out")
             if out is not None and any(is_addr(v) or (
@@ -716,9 +725,10 @@ class ExpressionEvaluator:
                 before = [recv] if recv is not None and recv.kind in (Kind.ADDR_SEQ, Kind.PARAM) else []
                 self._assign(func.value, seq_of([*before, arg]), None, scope)
             return _NO_VALUE
-        if attr in ("fill_", "fill") and vals and (is_addr(vals[0]) or is_param(vals[0])):
+        at = _FILL_VALUE_ARG.get(attr)
+        if at is not None and len(vals) > at and (is_addr(vals[at]) or is_param(vals[at])):
             if recv is not None and is_arrayish(recv):
-                self._sink(node, "fill", scope, vals[0], cont=recv)
+                self._sink(node, "fill", scope, vals[at], cont=recv)
             return _NO_VALUE
         if (recv is None or recv.kind is Kind.PARAM) and attr == "astype" and node.args:
             # x.astype(np.int64) on an unknown x or a parameter: only numpy spells astype

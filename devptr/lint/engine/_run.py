@@ -15,6 +15,7 @@ from typing import Final
 import attrs
 
 from devptr.lint._config import Config
+from devptr.lint.catalogue import SOURCE_SPELLINGS
 from devptr.lint.engine._analyzer import ModuleAnalyzer
 from devptr.lint.engine._finding import Finding
 from devptr.lint.engine._project import ModuleNamer, ProjectIndex, module_name
@@ -22,13 +23,9 @@ from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._values import Summary
 from devptr.lint.rules import RULES, Rule
 
-_STRONG_TOKENS: Final = (
-    "data_ptr", "_ptrs", "c_int64", "c_longlong", "c_uint64", "c_ulonglong", "c_void_p",
-    "addressof", "__cuda_array_interface__", "data.ptr", "cudaMalloc", "cuMemAlloc",
-    "IpcOpenMemHandle", "open_mem_handle", "create_shared_buffer", "struct.pack",
-    "caching_allocator_alloc",
-)
-"""Text that can start a finding by itself (an address source)."""
+_STRONG_TOKENS: Final = (*sorted(SOURCE_SPELLINGS), "_ptrs")
+"""Text that can start a finding by itself: the catalogue's source spellings, and names
+of address lists (``peer_ptrs``)."""
 
 _POW: Final = re.compile(r"\*\*\s*6[34]")
 _SHIFT: Final = re.compile(r"<<\s*6[34]")

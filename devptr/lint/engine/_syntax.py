@@ -258,13 +258,14 @@ HOST_CLASS_TRIGGER: Final = ("'cpu", '"cpu')
 """Lowercase text a class needs before :func:`declares_host_only` walks it."""
 
 
-FUNCTION_TRIGGER: Final = (
-    "ptr", "uint64", "addr", "**6", "** 6", "<<6", "<< 6", "c_int64", "c_longlong",
-    "c_uint64", "c_void_p", "struct.", "deviceptr", "__cuda_array_interface__", "cudamalloc",
-    "cumemalloc", "ipcopen", "open_mem_handle", "shared_buffer", "array(",
-)
+FUNCTION_TRIGGER: Final = tuple(sorted(
+    {spelling.lower() for spelling in cat.SOURCE_SPELLINGS}
+    | {"ptr", "uint64", "addr", "**6", "** 6", "<<6", "<< 6", "deviceptr", "shared_buffer",
+       "array("}
+))
 """Lowercase text a function body needs before the report pass walks it (others are
-summarized from their annotations)."""
+summarized from their annotations): the catalogue's source spellings, address-like names,
+``2**64``-style constants and ``DevicePtr``."""
 
 
 SINK_TRIGGER: Final = (
