@@ -16,12 +16,10 @@ from typing import Final
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devptr.migrate._base import TODO_PREFIX
+from devptr.migrate._base import TODO_CONTINUATION, TODO_PREFIX
 from devptr.migrate._names import dotted
 
 _MAX_ROUNDS: Final = 12
-TODO_CONTINUATION: Final = "#   "
-"""How a wrapped TODO comment continues."""
 
 
 def added_lines(old: str, new: str) -> set[int]:

@@ -111,6 +111,9 @@ class ModuleAnalyzer(ExpressionEvaluator):
         """Qualified names of calls to functions of other modules that got addresses."""
         self._report = False
         self._stmt: ast.stmt | None = None
+        self._counters: list[str] = []
+        """Names of the enclosing ``for`` loops' non-negative counters (``range``,
+        ``enumerate``): indices a ``devptr.store`` fix keeps."""
         self._quiet_nodes: set[int] = set()
         self._host_classes: dict[int, bool] = {}
         self._base_names: frozenset[str] | None = None
@@ -304,6 +307,10 @@ class ModuleAnalyzer(ExpressionEvaluator):
             return Fix(FixKind.STORE, "unsafe", spans,
                        "a slice store broadcasts a shorter value; devptr.store() requires "
                        "one pointer per element")
+        if not syn.is_nonnegative_index(target.slice, self._counters):
+            return Fix(FixKind.STORE, "unsafe", spans,
+                       "the index may be negative (devptr.store() raises where the original "
+                       "counted from the end) or not an int")
         if val is not None and val.kind is not Kind.ADDR and not several:
             return Fix(FixKind.STORE, "unsafe", spans, "the value is not a single address")
         if val is not None and val.by_name:
@@ -346,6 +353,13 @@ class ModuleAnalyzer(ExpressionEvaluator):
             spans += [("source", self._span(gen.iter)), ("target", self._span(gen.target))]
         elif not isinstance(data_node, ast.List | ast.Tuple | ast.ListComp | ast.GeneratorExp):
             reason = "the data is not a literal list: it may be any iterable"
+        if dtype_node is None and not (
+            isinstance(data_node, ast.List | ast.Tuple) and data_node.elts
+        ):
+            reason = reason or (
+                "with no dtype an empty iterable builds a float32 tensor, ptr_tensor() an "
+                "int64 one"
+            )
         if data is not None and data.by_name:
             reason = reason or "the data holds addresses only by its name"
         facts = (("encoding", "U64" if dt is DType.U64 else "I64"),)
@@ -735,7 +749,12 @@ class ModuleAnalyzer(ExpressionEvaluator):
 
     def _for(self, stmt: ast.For | ast.AsyncFor, scope: Scope) -> None:
         self._bind_iter(stmt.target, stmt.iter, scope)
+        counter = syn.nonnegative_counter(stmt.target, stmt.iter, self._counters)
+        if counter is not None:
+            self._counters.append(counter)
         self._block(stmt.body, scope)
+        if counter is not None:
+            self._counters.pop()
         self._block(stmt.orelse, scope)
 
     def _bind_iter(self, target: ast.expr, it: ast.expr, scope: Scope) -> None:

@@ -309,3 +309,50 @@ def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from iter_statements(block)
         for handler in getattr(stmt, "handlers", ()):
             yield from iter_statements(handler.body)
+
+
+def _int_at_least(node: ast.expr | None, low: int) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value >= low
+
+
+def nonnegative_counter(target: ast.expr, it: ast.expr, counters: list[str]) -> str | None:
+    """The loop variable of ``for i in range(...)`` / ``for i, x in enumerate(...)`` when it
+    can only be a non-negative int (start >= 0, literal step > 0), else None."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
+        return None
+    if it.func.id == "range" and isinstance(target, ast.Name) and not it.keywords and (
+        1 <= len(it.args) <= 3
+    ):
+        start_ok = len(it.args) == 1 or is_nonnegative_index(it.args[0], counters)
+        step_ok = len(it.args) < 3 or _int_at_least(it.args[2], 1)
+        return target.id if start_ok and step_ok else None
+    if it.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and (
+        isinstance(target.elts[0], ast.Name)
+    ):
+        start = it.args[1] if len(it.args) > 1 else kwarg(it, "start")
+        if start is None or is_nonnegative_index(start, counters):
+            return target.elts[0].id
+    return None
+
+
+def is_nonnegative_index(node: ast.expr, counters: list[str]) -> bool:
+    """Whether a subscript index is known to be a non-negative int (or a tuple or slice of
+    them): a literal, ``len(...)``, a ``range``/``enumerate`` counter, or sums and products
+of these.
+    ``devptr.store`` rejects negative indices, which plain indexing counts from the end."""
+    if _int_at_least(node, 0):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in counters
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult | ast.FloorDiv):
+        return is_nonnegative_index(node.left, counters) and is_nonnegative_index(
+            node.right, counters)
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(is_nonnegative_index(e, counters) for e in node.elts)
+    if isinstance(node, ast.Slice):
+        bounds = all(part is None or is_nonnegative_index(part, counters)
+                     for part in (node.lower, node.upper))
+        return bounds and (node.step is None or _int_at_least(node.step, 1))
+    return False
