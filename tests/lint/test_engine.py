@@ -114,9 +114,27 @@ def test_helper_summaries_across_modules(tmp_path: Path) -> None:
         "    make_ptr_table([n])\n    return make_ptr_table([t.data_ptr() + 64])\n"
     )
     results = analyze_paths([tmp_path])
-    found = sorted((Path(f.path).name, f.line, f.code) for r in results for f in r.findings)
-    assert found == [("rel.py", 5, "DP002")] + [("users.py", 3 + 2 * i, "DP002") for i in range(5)]
-    assert all("make_ptr_table()" in f.message for r in results for f in r.findings)
+    found = [f for r in results for f in r.findings]
+    # one defect, one finding: at the helper's table, naming the six calls (issue 23)
+    assert [(Path(f.path).name, f.line, f.code) for f in found] == [("tables.py", 4, "DP002")]
+    callers = [(Path(w.rpartition(":")[0]).name, int(w.rpartition(":")[2]))
+               for w in found[0].callers]
+    assert sorted(callers) == [("rel.py", 5)] + [("users.py", 3 + 2 * i) for i in range(5)]
+    assert "make_ptr_table()" in found[0].message and "users.py:3" in found[0].message
+    assert "rel.py:4" not in found[0].message  # make_ptr_table([n]): no address
+    by_file = {Path(r.path).name: r.findings for r in results}
+    assert by_file["users.py"] == () and by_file["rel.py"] == ()
+
+
+def test_a_helper_table_is_one_finding_in_its_own_module() -> None:
+    src = (
+        "import torch\n\ndef make(rows):\n    return torch.tensor(rows, dtype=torch.int64)\n\n"
+        "def a(t):\n    return make([t.data_ptr()])\n\ndef b(t):\n    return make([t.data_ptr()])\n"
+    )
+    found = analyze_source(src)
+    assert [(f.line, f.code, f.callers) for f in found] == [
+        (4, "DP002", ("<string>:7", "<string>:10"))]
+    assert found[0].message.endswith("addresses passed in at lines 7, 10")
 
 
 def test_source_helpers_of_other_modules_reach_files_without_sources(tmp_path: Path) -> None:

@@ -58,10 +58,11 @@ _INERT_STATEMENTS: Final = frozenset({
 class Emitted:
     """A finding before suppression: rule, message, spans and the enclosing statement."""
 
-    __slots__ = ("fix", "message", "rule", "span", "stmt_first", "stmt_last")
+    __slots__ = ("fix", "message", "rule", "sink", "span", "stmt_first", "stmt_last")
 
     def __init__(self, rule: Rule, message: str, span: Span, stmt_first: int, stmt_last: int,
-                 fix: Fix | None) -> None:
+                 fix: Fix | None, sink: tuple[str, Span] | None = None) -> None:
+        self.sink = sink
         self.rule = rule
         self.message = message
         self.span = span
@@ -232,7 +233,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
 
     # ------------------------------------------------------------- reporting
 
-    def _emit(self, node: ast.AST, verdict: Verdict, fix: Fix | None = None) -> None:
+    def _emit(self, node: ast.AST, verdict: Verdict, fix: Fix | None = None, *,
+              sink: tuple[str, Span] | None = None) -> None:
         if verdict is None or not self._report:
             return
         rule, message = verdict
@@ -242,7 +244,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         last = max(span.end_line, getattr(stmt, "end_lineno", None) or span.end_line)
         key = (span.line, span.col, rule)
         if key not in self.emitted:
-            self.emitted[key] = Emitted(rule, message, span, first, last, fix)
+            self.emitted[key] = Emitted(rule, message, span, first, last, fix, sink)
 
     def _sink(
         self, node: ast.AST, kind: str, scope: Scope, value: Val | None, *,
@@ -258,6 +260,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     scope.sinks.append(ParamSink(
                         param=p, name="", kind=kind, cont=cont, dtype=dtype, ctor=ctor,
                         is_slice=is_slice(target), where=f"{self.path}:{getattr(node, 'lineno', 0)}",
+                        span=self._span(node),
                     ))
             if not value.by_name or kind != "table":
                 return
@@ -457,6 +460,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                         scope.sinks.append(ParamSink(
                             param=p, name="", kind=sink.kind, cont=sink.cont, dtype=sink.dtype,
                             ctor=sink.ctor, is_slice=sink.is_slice, where=sink.where,
+                            span=sink.span,
                         ))
                 continue
             if not carries_address(val) or val.by_name:
@@ -467,7 +471,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 verdict = store_verdict(sink.cont, val, None, fill=sink.kind == "fill")
             if verdict is not None:
                 rule, message = verdict
-                self._emit(arg_node, (rule, f"{message} (in {short}() at {sink.where})"))
+                if sink.span is None:
+                    self._emit(arg_node, (rule, f"{message} (in {short}() at {sink.where})"))
+                else:  # reported once, at the helper's table: collapse_helper_findings
+                    self._emit(arg_node, (rule, f"{message} (in {short}())"),
+                               sink=(sink.where.rpartition(":")[0], sink.span))
         result: Val | None = summary.returns
         for i in sorted(summary.twos_params):
             val, arg_node = arg(i)

@@ -17,7 +17,7 @@ import attrs
 from devptr.lint._config import Config
 from devptr.lint.catalogue import SOURCE_SPELLINGS
 from devptr.lint.engine._analyzer import ModuleAnalyzer
-from devptr.lint.engine._finding import Finding
+from devptr.lint.engine._finding import Finding, collapse_helper_findings
 from devptr.lint.engine._project import ModuleNamer, ProjectIndex, module_name
 from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._values import Summary
@@ -90,7 +90,9 @@ def analyze_source(
     SyntaxError
         When *source* does not parse.
     """
-    return _analyze(source, path, project, module, rules, honour_suppressions)[0]
+    return collapse_helper_findings(
+        _analyze(source, path, project, module, rules, honour_suppressions)[0]
+    )
 
 
 def _analyze(
@@ -112,7 +114,7 @@ def _analyze(
         out.append(Finding(
             path=path, line=e.span.line, col=e.span.col, rule=e.rule,
             end_line=e.span.end_line, end_col=e.span.end_col, message=e.message,
-            category=RULES[e.rule].category, fix=e.fix,
+            category=RULES[e.rule].category, fix=e.fix, sink=e.sink,
         ))
     return sorted(out), analyzer.functions, analyzer.unresolved
 
@@ -300,7 +302,18 @@ def _analyze_files(
     on_progress: Callable[[int], None] | None,
 ) -> list[FileResult]:
     with _fewer_collections():
-        return _analyze_tree(paths, rules, jobs, on_progress)
+        return _one_per_defect(_analyze_tree(paths, rules, jobs, on_progress))
+
+
+def _one_per_defect(results: list[FileResult]) -> list[FileResult]:
+    """The results with each helper's table reported once, in the helper's file
+    (:func:`collapse_helper_findings`), whichever files its callers are in."""
+    if not any(f.sink is not None for r in results for f in r.findings):
+        return results
+    by_path: dict[str, list[Finding]] = {r.path: [] for r in results}
+    for f in collapse_helper_findings(f for r in results for f in r.findings):
+        by_path.setdefault(f.path, []).append(f)
+    return [attrs.evolve(r, findings=tuple(by_path[r.path])) for r in results]
 
 
 def _analyze_tree(

@@ -12,6 +12,8 @@ import enum
 
 import attrs
 
+from devptr.lint.engine._finding import Span
+
 
 class Kind(enum.Enum):
     """What an expression is, as far as the checker can tell."""
@@ -128,6 +130,9 @@ class ParamSink:
     is_slice: bool = False
     where: str = ""
     """``path:line`` of the sink, for the message."""
+    span: Span | None = None
+    """The sink expression in its module (where a finding reached through callers is
+    reported, once)."""
 
 
 @attrs.frozen
