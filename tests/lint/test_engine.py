@@ -209,3 +209,48 @@ def test_catalogue_is_fully_qualified() -> None:
     for table in (cat.TABLE_SINKS, cat.ALLOCATORS, cat.ADDRESS_FUNCTIONS, cat.HOST_ADDRESS_FUNCTIONS):
         assert all("." in name and not name.startswith("np.") for name in table)
     assert set(cat.MYPY_FULLNAMES.values()) <= cat.TABLE_SINKS
+
+
+# ------------------------------------------------------------- issue 23 generalization
+
+ROWS = """
+def device_rows(ts, n):
+    rows = [(t.data_ptr(), n) for t in ts]
+    return torch.tensor([p for p, _ in rows], dtype=torch.int64)
+
+def sizes_of_rows(ts, n):
+    rows = [(t.data_ptr(), n) for t in ts]
+    return torch.tensor([s for _, s in rows], dtype=torch.int64)
+
+def pinned_rows(n):
+    staging = torch.empty(n, pin_memory=True)
+    rows = []
+    rows.append((staging.data_ptr(), n))
+    return torch.tensor([p for p, _ in rows], dtype=torch.int64)
+"""
+
+
+def test_lists_of_tuples_keep_each_position() -> None:
+    """(address, size) rows: the addresses are found, the sizes are not addresses, and
+    pinned host addresses stay host addresses (DP008, not a defect)."""
+    assert codes(ROWS) == [(4, "DP002"), (14, "DP008")]
+
+
+def test_ctypes_value_of_allocator_wrappers_is_an_address() -> None:
+    src = (
+        "def shared(lib, n, handle):\n"
+        "    mine = lib.cudaMalloc(n)\n"
+        "    ptrs = [mine.value, lib.cudaIpcOpenMemHandle(handle).value]\n"
+        "    return torch.tensor(ptrs, dtype=torch.int64)\n"
+    )
+    assert codes(src) == [(4, "DP002")]
+
+
+def test_concatenating_arrays_named_for_addresses_is_not_a_float64_loss() -> None:
+    src = (
+        "def joined(src_ptrs, dst_ptrs):\n"
+        "    return np.concatenate([src_ptrs, dst_ptrs])\n"
+        "def real(ts):\n"
+        "    return np.concatenate([[t.data_ptr() for t in ts], [4096]])\n"
+    )
+    assert codes(src) == [(4, "DP002")]  # int64 arrays join into int64; Python ints do not

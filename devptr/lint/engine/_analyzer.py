@@ -262,8 +262,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
                         is_slice=is_slice(target), where=f"{self.path}:{getattr(node, 'lineno', 0)}",
                         span=self._span(node),
                     ))
-            if not value.by_name or kind != "table":
-                return
+            if not value.by_name or kind != "table" or ctor in cat.STACKING_CONSTRUCTORS:
+                return  # np.concatenate([src_ptrs, ...]) of parameters: see _table
             value = Val(Kind.ADDR_SEQ, by_name=True, host=scope.host)  # named for addresses
         if kind == "table":
             self._emit(node, table_verdict(value, dtype, ctor), fix)
@@ -794,6 +794,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
             return None
         if seq.kind is Kind.PARAM:
             return seq
+        if seq.kind is Kind.ADDR_SEQ and seq.items and seq.items[0] is not None:
+            return seq.items[0]  # a list of tuples: its row
         if seq.kind is Kind.ADDR_SEQ and seq.lib is not None:
             return Val(Kind.ADDR_ARRAY, lib=seq.lib, dtype=seq.dtype, host=seq.host)
         if seq.kind in (Kind.ADDR_SEQ, Kind.ADDR_ARRAY):

@@ -164,7 +164,10 @@ class ExpressionEvaluator:
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             items = tuple(self.eval(e, scope) for e in node.elts)
             if any(carries_address(v) or is_param(v) for v in items):
-                if isinstance(node, ast.Tuple) and not any(is_param(v) for v in items):
+                if isinstance(node, ast.Tuple) and (
+                    not any(is_param(v) for v in items)
+                    or any(carries_address(v) and not is_param(v) for v in items)
+                ):  # (t.data_ptr(), n): a row whose positions matter (``for p, n in rows``)
                     return Val(Kind.TUPLE, items=items)
                 return seq_of(items)
             if isinstance(node, ast.Tuple):
@@ -243,6 +246,10 @@ class ExpressionEvaluator:
             return CHECKED_U64 if node.attr == "addr" else CHECKED_I64
         if node.attr == "value" and recv.kind is Kind.ADDR:
             return recv  # ctypes.c_void_p(p).value, c_int64(p).value (encoded by the call)
+        if node.attr == "value" and recv is DEVICE_ADDR_PAIR:
+            # lib.cudaMalloc(n).value, lib.cudaIpcOpenMemHandle(h).value: a ctypes wrapper's
+            # c_void_p (cuda-python's (err, ptr) tuples have no .value)
+            return ADDR
         if is_arrayish(recv):
             if node.attr == "np":
                 return Val(recv.kind, lib=Lib.NUMPY, dtype=recv.dtype, host=recv.host)
@@ -642,6 +649,12 @@ class ExpressionEvaluator:
             data.lib is not None
         ):
             return Val(Kind.ADDR_ARRAY, lib=lib, dtype=dt or data.dtype, host=data.host)
+        if name in cat.STACKING_CONSTRUCTORS and data is not None and data.by_name and (
+            carries_address(data)
+        ):
+            # np.concatenate([src_ptrs, dst_ptrs]): values only *named* for addresses, most
+            # often int64 arrays, which join into int64: no float64 loss to report
+            return Val(Kind.ARRAY, lib=lib, dtype=dt)
         if name in ("torch.stack", "torch.cat", "torch.concat"):
             if data is not None and data.kind is Kind.ADDR_ARRAY:
                 return data
