@@ -98,10 +98,9 @@ def _row_of(rows: list[Val]) -> tuple[Val | None, ...]:
         return ()
     row: list[Val | None] = []
     for i in range(width.pop()):
-        column = [r.items[i] for r in rows if carries_address(r.items[i])]
+        column = [v for r in rows if (v := r.items[i]) is not None and carries_address(v)]
         row.append(None if not column else column[0] if len(column) == 1 else attrs.evolve(
-            column[0], host=all(c is not None and c.host for c in column),
-            by_name=all(c is not None and c.by_name for c in column)))
+            column[0], host=all(c.host for c in column), by_name=all(c.by_name for c in column)))
     return (Val(Kind.TUPLE, items=tuple(row)),)
 
 
