@@ -254,3 +254,35 @@ def test_concatenating_arrays_named_for_addresses_is_not_a_float64_loss() -> Non
         "    return np.concatenate([[t.data_ptr() for t in ts], [4096]])\n"
     )
     assert codes(src) == [(4, "DP002")]  # int64 arrays join into int64; Python ints do not
+
+
+PROPERTY = """
+class Sequence:
+    @property
+    def blocks_ptr(self) -> int:
+        return self._block_ids.data_ptr()
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+class Batch:
+    def __init__(self):
+        self._blocks = []
+        self._lens = []
+
+    def insert(self, seq):
+        self._blocks.append(seq.blocks_ptr)
+        self._lens.append(seq.length)
+
+    def finish(self):
+        return torch.tensor(self._blocks), torch.tensor(self._lens)
+"""
+
+
+def test_addresses_behind_a_property_of_another_class() -> None:
+    """A list attribute filled in one method from another class's property returning
+    ``data_ptr()``, built into a table in a third method."""
+    assert codes(PROPERTY) == [(21, "DP002")]
+    other = PROPERTY.replace("return self._block_ids.data_ptr()", "return self._index")
+    assert codes(other) == []

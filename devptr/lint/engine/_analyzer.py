@@ -113,6 +113,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self._report = False
         self._stmt: ast.stmt | None = None
         self._counters: list[str] = []
+        self._properties: dict[str, set[str]] = {}
+        """Property name -> the ``Class.name`` keys of the module's properties so named."""
         """Names of the enclosing ``for`` loops' non-negative counters (``range``,
         ``enumerate``): indices a ``devptr.store`` fix keeps."""
         self._quiet_nodes: set[int] = set()
@@ -588,6 +590,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if any(syn.is_device_decorator(d, self.names) for d in fn.decorator_list):
             return  # Triton/CuTe device code: no host-side integer tables
         key = f"{scope.cls}.{fn.name}" if scope.cls else fn.name
+        if scope.cls is not None and any(
+            (self.names.qual(d) or "").rpartition(".")[2] in syn.PROPERTY_DECORATORS
+            for d in fn.decorator_list
+        ):
+            self._properties.setdefault(fn.name, set()).add(key)
         args = fn.args
         positional = [*args.posonlyargs, *args.args]
         if scope.cls is not None and positional and not any(

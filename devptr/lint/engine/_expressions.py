@@ -68,6 +68,26 @@ class ExpressionEvaluator:
     """The call whose arguments :meth:`_args` evaluated last, with their values."""
     class_attrs: dict[str, dict[str, Val]]
     _quiet_nodes: set[int]
+    _properties: dict[str, set[str]]
+    """Property name -> the ``Class.name`` keys of the module's properties so named."""
+
+    def property_value(self, attr: str) -> Val | None:
+        """What reading attribute *attr* gives when every property of that name in the
+        module returns device or host addresses (``seq.kv_blocks_ptr`` of a property
+        ``return self._ids.data_ptr()``): addresses kept behind a property of another
+        class. None otherwise (one such property that does not, or none)."""
+        keys = self._properties.get(attr)
+        if not keys:
+            return None
+        found = [self.functions.get(k) for k in keys]
+        vals = [f.returns for f in found if f is not None and f.returns is not None]
+        if len(vals) != len(keys) or not all(
+            v.kind in (Kind.ADDR, Kind.ADDR_SEQ) and not v.by_name for v in vals
+        ):
+            return None
+        return vals[0] if len(vals) == 1 else seq_of(vals) if vals[0].kind is Kind.ADDR_SEQ else (
+            Val(Kind.ADDR, host=all(v.host for v in vals)))
+
 
     def _emit(self, node: ast.AST, verdict: Verdict, fix: Fix | None = None) -> None:
         raise NotImplementedError
@@ -234,6 +254,9 @@ class ExpressionEvaluator:
             self.eval(node.value, scope)
             return ADDR  # cupy_array.data.ptr
         recv = self.eval(node.value, scope)
+        held = self.property_value(node.attr) if recv is None or recv.kind is Kind.PARAM else None
+        if held is not None:
+            return held  # seq.kv_blocks_ptr: a property of the module returning addresses
         if recv is None:
             if node.attr == "addr":
                 return CHECKED_U64  # DevicePtr.addr: devptr's unsigned value

@@ -254,6 +254,9 @@ def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
     return bound and not any(_mentions_device_memory(node, names) for node in ast.walk(cls))
 
 
+PROPERTY_DECORATORS: Final = frozenset({"property", "cached_property"})
+"""Decorators (last name) making a method an attribute: ``x.name`` runs its body."""
+
 HOST_CLASS_TRIGGER: Final = ("'cpu", '"cpu')
 """Lowercase text a class needs before :func:`declares_host_only` walks it."""
 
