@@ -105,12 +105,6 @@ HOST_ADDRESS_FUNCTIONS: Final = frozenset(
 )
 """Functions returning a host address (below 2**47): reported by the ``host`` rule only."""
 
-HOST_MEMORY_HINTS: Final = frozenset(
-    {"mmap.mmap", "cudaHostRegister", "cuMemHostRegister", "pin_memory", "mmap"}
-)
-"""Calls whose buffers are host memory: a ``data_ptr()`` of a tensor built on them (or a
-``pin_memory()`` tensor, or ``device="cpu"``) is a host address."""
-
 HOST_DEVICE_TYPES: Final = frozenset({"cpu"})
 """torch device types whose memory is host memory: ``device="cpu"``, ``torch.device("cpu")``
 (a tensor allocated there, or a class whose device attributes are bound only to it, holds
@@ -180,13 +174,6 @@ PY_ARRAY: Final = "array.array"
 
 PY_ARRAY_SIGNED_CODES: Final = frozenset({"q", "l"})
 PY_ARRAY_UNSIGNED_CODES: Final = frozenset({"Q", "L"})
-
-CTYPES_SIGNED: Final = frozenset({"ctypes.c_int64", "ctypes.c_longlong", "ctypes.c_long"})
-CTYPES_UNSIGNED: Final = frozenset(
-    {"ctypes.c_uint64", "ctypes.c_ulonglong", "ctypes.c_ulong", "ctypes.c_void_p",
-     "ctypes.c_size_t"}
-)
-"""ctypes element types: ``(c_uint64 * n)(*ptrs)`` keeps bits; ``c_int64`` wraps them."""
 
 OUT_UFUNCS: Final = frozenset(
     {"numpy.add", "numpy.subtract", "numpy.multiply", "numpy.bitwise_or", "numpy.copyto"}

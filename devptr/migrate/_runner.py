@@ -11,8 +11,7 @@ from pathlib import Path
 import attrs
 
 from devptr.lint._config import Config, find_pyproject, load_config, with_overrides
-from devptr.lint.checker import FileResult, check_paths
-from devptr.lint.engine import Finding, iter_python_files
+from devptr.lint.engine import FileResult, Finding, analyze_files, iter_python_files
 from devptr.lint.rules import Rule
 from devptr.migrate._engine import Outcome, migrate_file
 
@@ -74,7 +73,7 @@ def iter_outcomes(
     caller has it already (one :class:`FileResult` per file, in order).
     """
     jobs = default_jobs() if jobs is None else jobs
-    results = check_paths(files, rules, jobs=jobs) if analysis is None else analysis
+    results = analyze_files(files, rules, jobs=jobs) if analysis is None else analysis
     work: list[_Job] = []
     for f, result in zip(files, results, strict=True):
         if result.error is not None:
@@ -146,14 +145,3 @@ def parse_rules(
 def as_items(value: Sequence[str] | str | None) -> Sequence[str] | None:
     """An option's value as a list of items (a plain string is one item)."""
     return [value] if isinstance(value, str) else value
-
-
-def parse_select(select: str | None) -> frozenset[Rule]:
-    """``"DP001,DP004"`` -> those rules; None or empty -> the default rules.
-
-    Raises
-    ------
-    ValueError
-        For an unknown rule id.
-    """
-    return parse_rules(select or None)

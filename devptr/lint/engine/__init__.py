@@ -19,6 +19,7 @@ from devptr.lint.engine._finding import Finding, Fix, FixKind, Safety, Span
 from devptr.lint.engine._project import ProjectIndex, module_name
 from devptr.lint.engine._run import (
     FileResult,
+    analyze_files,
     analyze_paths,
     analyze_source,
     iter_python_files,
@@ -38,6 +39,7 @@ __all__ = [
     "Rule",
     "Safety",
     "Span",
+    "analyze_files",
     "analyze_paths",
     "analyze_source",
     "is_suppressed",

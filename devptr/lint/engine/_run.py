@@ -297,6 +297,19 @@ def _fewer_collections() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+def analyze_files(
+    files: Sequence[str | Path],
+    rules: frozenset[Rule] | None,
+    *,
+    jobs: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+) -> list[FileResult]:
+    """Analyze *files* (already walked, e.g. by :func:`iter_python_files`) as one tree,
+    with cross-module summaries: one :class:`FileResult` per file, in order. *rules*
+    default: every rule."""
+    return _analyze_files([str(f) for f in files], rules, jobs, on_progress)
+
+
 def _analyze_files(
     paths: list[str], rules: frozenset[Rule] | None, jobs: int,
     on_progress: Callable[[int], None] | None,

@@ -189,11 +189,6 @@ def is_addr(v: Val | None) -> bool:
     return v is not None and v.kind is Kind.ADDR
 
 
-def is_addr_seq(v: Val | None) -> bool:
-    """Whether *v* is a sequence holding raw addresses."""
-    return v is not None and v.kind is Kind.ADDR_SEQ
-
-
 def is_param(v: Val | None) -> bool:
     """Whether *v* derives from a parameter of the function being summarized."""
     return v is not None and v.kind is Kind.PARAM
