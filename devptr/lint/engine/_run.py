@@ -16,6 +16,7 @@ import attrs
 
 from devptr.lint._config import Config
 from devptr.lint.catalogue import SOURCE_SPELLINGS
+from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._analyzer import ModuleAnalyzer
 from devptr.lint.engine._finding import Finding, collapse_helper_findings
 from devptr.lint.engine._project import ModuleNamer, ProjectIndex, module_name
@@ -23,7 +24,7 @@ from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._values import Summary
 from devptr.lint.rules import RULES, Rule
 
-_STRONG_TOKENS: Final = (*sorted(SOURCE_SPELLINGS), "_ptrs")
+_STRONG_TOKENS: Final = syn.covering(SOURCE_SPELLINGS | {"_ptrs"})
 """Text that can start a finding by itself: the catalogue's source spellings, and names
 of address lists (``peer_ptrs``)."""
 

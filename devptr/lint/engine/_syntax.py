@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from devptr.lint import catalogue as cat
@@ -261,11 +261,18 @@ HOST_CLASS_TRIGGER: Final = ("'cpu", '"cpu')
 """Lowercase text a class needs before :func:`declares_host_only` walks it."""
 
 
-FUNCTION_TRIGGER: Final = tuple(sorted(
+def covering(spellings: Iterable[str]) -> tuple[str, ...]:
+    """The spellings that hold no other one (``mallocAsync`` holds ``malloc``): a text
+    holds some spelling exactly when it holds one of these, with fewer substring scans."""
+    every = frozenset(spellings)
+    return tuple(sorted(s for s in every if not any(o != s and o in s for o in every)))
+
+
+FUNCTION_TRIGGER: Final = covering(
     {spelling.lower() for spelling in cat.SOURCE_SPELLINGS}
     | {"ptr", "uint64", "addr", "**6", "** 6", "<<6", "<< 6", "deviceptr", "shared_buffer",
        "array("}
-))
+)
 """Lowercase text a function body needs before the report pass walks it (others are
 summarized from their annotations): the catalogue's source spellings, address-like names,
 ``2**64``-style constants and ``DevicePtr``."""
