@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import _harness as H
-from devptr.lint.checker import FileResult, check_paths
+from devptr.lint.engine import FileResult, analyze_files
 from devptr.lint.rules import Rule
 from devptr.migrate import Outcome, collect_files, iter_outcomes
 from devptr.migrate._runner import parse_rules
@@ -63,7 +63,7 @@ def _todo_marked(lines: list[str], spans: list[tuple[int, int]], line: int, rule
 
 def _findings(files: list[Path], rules: frozenset[Rule], jobs: int | None) -> list[FileResult]:
     """The engine's findings over ``files``, as ``devptr check`` reports them."""
-    return check_paths(files, rules, jobs=jobs or os.cpu_count() or 1)
+    return analyze_files(files, rules, jobs=jobs or os.cpu_count() or 1)
 
 
 def _migrate(root: Path, files: list[Path], jobs: int | None, rules: frozenset[Rule],

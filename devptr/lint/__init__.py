@@ -11,7 +11,6 @@ catalogues, the ``devptr check`` command and the mypy plugin.
 Importing this package imports neither torch, mypy nor libcst.
 """
 
-from devptr.lint.checker import check_file, check_paths, check_source
 from devptr.lint.engine import (
     FileResult,
     Finding,
@@ -19,6 +18,7 @@ from devptr.lint.engine import (
     FixKind,
     ProjectIndex,
     Span,
+    analyze_files,
     analyze_paths,
     analyze_source,
 )
@@ -36,9 +36,7 @@ __all__ = [
     "Rule",
     "RuleInfo",
     "Span",
+    "analyze_files",
     "analyze_paths",
     "analyze_source",
-    "check_file",
-    "check_paths",
-    "check_source",
 ]

@@ -122,7 +122,8 @@ def load_config(pyproject: Path | None) -> Config:
             _strings(select, "select"), f"{pyproject}: [tool.devptr] select"
         ),
         ignore=parse_selection(
-            _strings(table.get("ignore", []), "ignore"), f"{pyproject}: [tool.devptr] ignore"
+            _strings(table.get("ignore", []), "ignore"), f"{pyproject}: [tool.devptr] ignore",
+            allow_empty=True,
         ),
         exclude=tuple(_strings(table.get("exclude", []), "exclude")),
         root=pyproject.parent,
@@ -145,16 +146,54 @@ def with_overrides(
     SelectionError
         Naming the flag (``--select: unknown rule selector 'DP9'``).
     """
-    chosen = parse_selection(select, "--select") if select else config.select
-    extra = parse_selection(extend_select, "--extend-select") if extend_select else ()
+    chosen = parse_selection(select, "--select") if select is not None else config.select
+    extra = (
+        parse_selection(extend_select, "--extend-select") if extend_select is not None else ()
+    )
     if extra:
         chosen = (*(chosen if chosen is not None else ("defect",)), *extra)
     return attrs.evolve(
         config,
         select=chosen,
-        ignore=(*config.ignore, *parse_selection(ignore, "--ignore")) if ignore else config.ignore,
+        ignore=(*config.ignore, *parse_selection(ignore, "--ignore"))
+        if ignore is not None else config.ignore,
         exclude=(*config.exclude, *split_exclude(exclude)) if exclude else config.exclude,
     )
+
+
+def command_config(
+    paths: Sequence[Path],
+    config_file: Path | None,
+    select: Sequence[str] | None,
+    ignore: Sequence[str] | None,
+    exclude: Sequence[str] | None = None,
+    *,
+    extend_select: Sequence[str] | None = None,
+) -> Config:
+    """The configuration ``devptr check`` and ``devptr migrate`` run with, read the same
+    way for both: ``[tool.devptr]`` of *config_file* (default: the nearest
+    ``pyproject.toml`` at or above the first path), then the command-line options
+    (:func:`with_overrides`).
+
+    Raises
+    ------
+    SelectionError
+        An unknown or empty selection (naming its flag or key), an invalid table, or a
+        selection that leaves no rule to run (``--select DP001 --ignore DP001``).
+    OSError
+        When *config_file* cannot be read.
+    """
+    pyproject = config_file if config_file is not None else find_pyproject(
+        paths[0] if paths else Path()
+    )
+    config = with_overrides(load_config(pyproject), select, ignore, exclude,
+                            extend_select=extend_select)
+    if not config.rules():
+        raise SelectionError(
+            f"the selection enables no rule (select {list(config.select or ['defect'])}, "
+            f"ignore {list(config.ignore)})"
+        )
+    return config
 
 
 def split_exclude(values: Sequence[str]) -> list[str]:

@@ -39,15 +39,22 @@ def rules_for(item: str) -> frozenset[Rule]:
     )
 
 
-def parse_selection(values: Sequence[str] | None, source: str) -> tuple[str, ...]:
+def parse_selection(
+    values: Sequence[str] | None, source: str, *, allow_empty: bool = False
+) -> tuple[str, ...]:
     """Validate and normalize a selection.
 
     Parameters
     ----------
     values
-        Raw option values (each may hold comma-separated items) or config list items.
+        Raw option values (each may hold comma-separated items) or config list items; None
+        when the option or key is absent.
     source
         Where they came from, for the error (``"--select"``, ``"[tool.devptr] ignore"``).
+    allow_empty
+        Accept an empty list (``ignore = []``). A value that is given but names nothing
+        (``--select ""``, ``--ignore ,``, ``select = []``) is otherwise an error: a CI gate
+        must not silently run no rule.
 
     Returns
     -------
@@ -57,9 +64,14 @@ def parse_selection(values: Sequence[str] | None, source: str) -> tuple[str, ...
     Raises
     ------
     SelectionError
-        When an item names no rule.
+        When an item names no rule, or *values* is given and holds no item.
     """
     items = split_items(values)
+    if values is not None and not items and not (allow_empty and not values):
+        raise SelectionError(
+            f"{source}: empty rule selection (expected codes such as DP001, a prefix, a "
+            f"category ({', '.join(CATEGORIES)}) or ALL)"
+        )
     for item in items:
         if not rules_for(item):
             known = ", ".join(r.value for r in Rule)
@@ -71,7 +83,8 @@ def parse_selection(values: Sequence[str] | None, source: str) -> tuple[str, ...
 
 
 def resolve(select: Iterable[str] | None, ignore: Iterable[str] = ()) -> frozenset[Rule]:
-    """The enabled rules: *select* (default: the defect rules) minus *ignore*."""
+    """The enabled rules: *select* (default: the defect rules) minus *ignore* (may be empty:
+    :func:`devptr.lint._config.command_config` refuses that for the commands)."""
     chosen: set[Rule] = set(DEFAULT_RULES) if select is None else set()
     for item in select or ():
         chosen |= rules_for(item)

@@ -105,12 +105,6 @@ HOST_ADDRESS_FUNCTIONS: Final = frozenset(
 )
 """Functions returning a host address (below 2**47): reported by the ``host`` rule only."""
 
-HOST_MEMORY_HINTS: Final = frozenset(
-    {"mmap.mmap", "cudaHostRegister", "cuMemHostRegister", "pin_memory", "mmap"}
-)
-"""Calls whose buffers are host memory: a ``data_ptr()`` of a tensor built on them (or a
-``pin_memory()`` tensor, or ``device="cpu"``) is a host address."""
-
 HOST_DEVICE_TYPES: Final = frozenset({"cpu"})
 """torch device types whose memory is host memory: ``device="cpu"``, ``torch.device("cpu")``
 (a tensor allocated there, or a class whose device attributes are bound only to it, holds
@@ -132,6 +126,10 @@ DEVICE_CONSTRUCTOR: Final = "torch.device"
 DEVICE_ATTRIBUTES: Final = frozenset({"device", "device_type"})
 """Attribute names (leading/trailing underscores ignored: ``self.device_``, ``_device``)
 through which a class declares the device its tensors live on."""
+
+STRUCT_ENCODERS: Final = frozenset({"struct.pack", "struct.unpack"})
+"""``struct.unpack("q", struct.pack("Q", p))[0]``: a two's-complement round trip."""
+
 
 # -------------------------------------------------------------------------- table sinks
 
@@ -176,13 +174,6 @@ PY_ARRAY: Final = "array.array"
 
 PY_ARRAY_SIGNED_CODES: Final = frozenset({"q", "l"})
 PY_ARRAY_UNSIGNED_CODES: Final = frozenset({"Q", "L"})
-
-CTYPES_SIGNED: Final = frozenset({"ctypes.c_int64", "ctypes.c_longlong", "ctypes.c_long"})
-CTYPES_UNSIGNED: Final = frozenset(
-    {"ctypes.c_uint64", "ctypes.c_ulonglong", "ctypes.c_ulong", "ctypes.c_void_p",
-     "ctypes.c_size_t"}
-)
-"""ctypes element types: ``(c_uint64 * n)(*ptrs)`` keeps bits; ``c_int64`` wraps them."""
 
 OUT_UFUNCS: Final = frozenset(
     {"numpy.add", "numpy.subtract", "numpy.multiply", "numpy.bitwise_or", "numpy.copyto"}
@@ -299,3 +290,34 @@ TABLE_SINKS: Final = (
     | frozenset({PY_ARRAY})
 )
 """Every call that builds a table from values."""
+
+
+# ---------------------------------------------------------- derived: what the text holds
+def _last(name: str) -> str:
+    return name.rpartition(".")[2]
+
+
+SOURCE_SPELLINGS: Final[frozenset[str]] = frozenset(
+    {
+        *ADDRESS_METHODS,
+        *PEER_POINTER_ATTRS,
+        *ADDRESS_FUNCTION_SUFFIXES,
+        CUDA_ARRAY_INTERFACE,
+        f"data.{CUPY_POINTER_ATTR}",
+        *STRUCT_ENCODERS,
+        *(
+            _last(name)
+            for name in (
+                ADDRESS_FUNCTIONS | ADDRESS_PAIR_FUNCTIONS | HOST_ADDRESS_FUNCTIONS
+                | SIGNED_ENCODERS | VOID_POINTER_TYPES
+                | {n for n in U64_DTYPES | I64_DTYPES if n.startswith("ctypes.")}
+            )
+        ),
+    }
+)
+"""Text a module must hold to contain one of this catalogue's address sources or encoders:
+the last name of each (a call is spelled through some alias of its module, ``rt.malloc``
+or ``cupy.cuda.runtime.malloc``, but with its own last name). Derived here so that the
+engine's text filters (:func:`devptr.lint.engine.may_have_findings` and the per-function
+triggers) cannot drift from the catalogue; ``tests/lint/test_catalogue_reach.py`` proves
+every entry reaches a finding through ``devptr check``."""

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from devptr.lint._config import find_pyproject, load_config, with_overrides
+from devptr.lint._config import command_config
 from devptr.lint._report import OutputFormat, render
 from devptr.lint._selection import SelectionError
 
@@ -87,8 +87,7 @@ def _check(
     from devptr.lint.engine._run import _analyze_files
 
     try:
-        pyproject = config if config is not None else find_pyproject(paths[0] if paths else Path())
-        cfg = with_overrides(load_config(pyproject), select, ignore, exclude,
+        cfg = command_config(paths, config, select, ignore, exclude,
                              extend_select=extend_select)
     except (SelectionError, OSError) as exc:
         typer.echo(f"devptr check: {exc}", err=True)

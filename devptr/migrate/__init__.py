@@ -32,7 +32,6 @@ if TYPE_CHECKING:
         collect_files,
         iter_outcomes,
         parse_rules,
-        parse_select,
     )
 
 _HOMES = {
@@ -45,7 +44,6 @@ _HOMES = {
     "collect_files": "_runner",
     "iter_outcomes": "_runner",
     "parse_rules": "_runner",
-    "parse_select": "_runner",
 }
 
 
@@ -67,5 +65,4 @@ __all__ = [
     "migrate_file",
     "migrate_source",
     "parse_rules",
-    "parse_select",
 ]

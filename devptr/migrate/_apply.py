@@ -28,7 +28,15 @@ from libcst.codemod.visitors import RemoveImportsVisitor
 from devptr.lint.engine import Finding, FixKind
 from devptr.lint.rules import Rule
 from devptr.migrate import dp001_store, dp002_table, dp003_arith, dp004_twos, dp005_dtype
-from devptr.migrate._base import CSTNodeT, MigrateStats, Note, Options, has_todo, with_todos
+from devptr.migrate._base import (
+    CSTNodeT,
+    MigrateStats,
+    Note,
+    Options,
+    has_todo,
+    with_todos,
+    without_todos,
+)
 from devptr.migrate._edit import Builder, Edit
 from devptr.migrate._spans import SpanIndex
 
@@ -104,12 +112,12 @@ def _plan(
     plain = f"{' '.join(finding.message.split())} (devptr check)"
     if fix is None or fix.kind not in BUILDERS:
         return plain
+    edit = BUILDERS[fix.kind](finding, fix, index)  # first: a TODO promises only a real fix
+    if edit is None:
+        return f"{plain}; no mechanical rewrite for this shape"
     if fix.safety == "unsafe" and not options.unsafe_fixes:
         return (f"unsafe fix not applied ({fix.unsafe_reason or 'devptr check marks it unsafe'}"
                 "); review, then devptr migrate --unsafe-fixes")  # fmt: skip
-    edit = BUILDERS[fix.kind](finding, fix, index)
-    if edit is None:
-        return f"{plain}; no mechanical rewrite for this shape"
     if not taken.claim(index.extent(edit.target)):
         return f"{plain}; overlaps another fix, run devptr migrate again"
     edits[id(edit.target)] = (edit, finding, fix.safety == "unsafe")
@@ -181,6 +189,8 @@ class _Applier(cst.CSTTransformer):
         self.touched: set[int] = set()
         """ids of the input statements that hold an applied edit or a TODO."""
         self._stack: list[int] = []
+        self._fixed: dict[int, set[Rule]] = {}
+        """id of a statement -> the rules whose fixes were applied inside it."""
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
@@ -200,8 +210,13 @@ class _Applier(cst.CSTTransformer):
                 self._stats.unsafe[finding.rule] += 1
             self._stats.needs_import = True
             self.touched.update(self._stack)
+            if self._stack:
+                self._fixed.setdefault(self._stack[-1], set()).add(finding.rule)
         if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self._stack.pop()
+            fixed = self._fixed.pop(id(original_node), None)
+            if fixed and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                result = without_todos(result, fixed)  # the fix replaces an earlier TODO
             notes = self._todos.get(id(original_node))
             if notes and isinstance(result, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 result, inserted = with_todos(result, notes)

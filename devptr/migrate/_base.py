@@ -20,6 +20,8 @@ from devptr.lint.rules import DEFAULT_RULES, Rule
 CSTNodeT = TypeVar("CSTNodeT", bound=cst.CSTNode)
 
 TODO_PREFIX: Final = "# TODO[devptr]:"
+TODO_CONTINUATION: Final = "#   "
+"""How a wrapped TODO comment continues (:mod:`devptr.migrate._layout`)."""
 DEFAULT_LINE_LENGTH: Final = 88
 
 
@@ -88,6 +90,28 @@ def has_todo(node: cst.SimpleStatementLine | cst.BaseCompoundStatement, rule: Ru
         line.comment is not None and line.comment.value.startswith(prefix)
         for line in node.leading_lines
     )
+
+
+def without_todos(
+    stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement, rules: set[Rule]
+) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
+    """``stmt`` without the TODO comments (and their ``#   `` continuation lines) of
+    ``rules`` right above it: an applied fix removes the TODO an earlier run left."""
+    prefixes = tuple(f"{TODO_PREFIX} {rule.value}" for rule in rules)
+    kept: list[cst.EmptyLine] = []
+    dropping = False
+    for line in stmt.leading_lines:
+        text = line.comment.value if line.comment is not None else None
+        if text is not None and text.startswith(prefixes):
+            dropping = True
+            continue
+        if dropping and text is not None and text.startswith(TODO_CONTINUATION):
+            continue
+        dropping = False
+        kept.append(line)
+    if len(kept) == len(stmt.leading_lines):
+        return stmt
+    return stmt.with_changes(leading_lines=kept)
 
 
 def with_todos(

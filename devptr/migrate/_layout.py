@@ -18,13 +18,11 @@ from typing import Final
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devptr.migrate._base import TODO_PREFIX
+from devptr.migrate._base import TODO_CONTINUATION, TODO_PREFIX
 from devptr.migrate._names import dotted
 from devptr.migrate._spans import innermost_by_line
 
 _MAX_ROUNDS: Final = 12
-TODO_CONTINUATION: Final = "#   "
-"""How a wrapped TODO comment continues."""
 
 
 _DIFF_CELLS: Final = 40_000

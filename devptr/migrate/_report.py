@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from devptr.lint._config import command_config
 from devptr.lint.rules import RULES, Rule
 from devptr.migrate._engine import Outcome
-from devptr.migrate._runner import Summary, collect_files, iter_outcomes, parse_rules
+from devptr.migrate._runner import Summary, as_items, collect_files, iter_outcomes
 from devptr.migrate._write import WriteRefusedError, write_back
 
 
@@ -74,6 +75,7 @@ def run(
     unsafe_fixes: bool = False,
     jobs: int | None = None,
     err: Console | None = None,
+    config: Path | None = None,
 ) -> int:
     """Migrate ``paths`` and report; returns the exit status (see ``command.py``).
 
@@ -81,12 +83,17 @@ def run(
     cannot be written, or changed since it was read, is reported and the run goes on. On
     Ctrl-C the workers are stopped, every file is the old or the new one, and 130 is
     returned.
+
+    The rules and excludes come from ``[tool.devptr]`` of *config* (default: the nearest
+    ``pyproject.toml`` above the first path) with ``select``/``ignore`` applied, read by
+    :func:`devptr.lint._config.command_config` exactly as ``devptr check`` reads them.
     """
     err = err or Console(stderr=True)
     summary = Summary()
     try:
-        rules = parse_rules(select, ignore)
-        files = collect_files(paths, on_problem=summary.problem)
+        settings = command_config(paths, config, as_items(select), as_items(ignore))
+        rules = settings.rules()
+        files = collect_files(paths, settings, on_problem=summary.problem)
     except (ValueError, OSError) as exc:
         _line(err, f"error: {exc}")
         return 2

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import attrs
 
-from devptr.lint._config import Config, find_pyproject, load_config
-from devptr.lint._selection import parse_selection, resolve
-from devptr.lint.checker import FileResult, check_paths
-from devptr.lint.engine import Finding, Problem, Stamp, iter_python_files
+from devptr.lint._config import Config, find_pyproject, load_config, with_overrides
+from devptr.lint.engine import FileResult, Finding, Problem, Stamp, analyze_files, iter_python_files
 from devptr.lint.engine._files import OnProblem
 from devptr.lint.engine._pool import worker_pool
 from devptr.lint.rules import Rule
@@ -91,7 +89,7 @@ def iter_outcomes(
     """
     jobs = default_jobs() if jobs is None else jobs
     stamps = [_stamp(f) for f in files]
-    results = check_paths(files, rules, jobs=jobs) if analysis is None else analysis
+    results = analyze_files(files, rules, jobs=jobs) if analysis is None else analysis
     work: list[_Job] = []
     for f, result, stamp in zip(files, results, stamps, strict=True):
         if result.error is not None:
@@ -172,17 +170,9 @@ def parse_rules(
     devptr.lint._selection.SelectionError
         A ``ValueError`` naming the option, for an item that names no rule.
     """
-    chosen = parse_selection([select] if isinstance(select, str) else select, "--select")
-    ignored = parse_selection([ignore] if isinstance(ignore, str) else ignore, "--ignore")
-    return resolve(chosen or None, ignored)
+    return with_overrides(Config(), as_items(select), as_items(ignore), None).rules()
 
 
-def parse_select(select: str | None) -> frozenset[Rule]:
-    """``"DP001,DP004"`` -> those rules; None or empty -> the default rules.
-
-    Raises
-    ------
-    ValueError
-        For an unknown rule id.
-    """
-    return parse_rules(select or None)
+def as_items(value: Sequence[str] | str | None) -> Sequence[str] | None:
+    """An option's value as a list of items (a plain string is one item)."""
+    return [value] if isinstance(value, str) else value

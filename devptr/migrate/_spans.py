@@ -84,17 +84,6 @@ class SpanIndex:
                 return node
         return None
 
-    def slice_or_expr(self, span: Span | None) -> cst.BaseExpression | cst.Slice | None:
-        """The subscript part at ``span``: a ``a:b`` slice or an expression."""
-        if span is None:
-            return None
-        off = self._offset
-        for node in self._exact.get((span.line - off, span.col, span.end_line - off,
-                                     span.end_col), ()):
-            if isinstance(node, cst.Slice):
-                return node
-        return self.node(span)
-
     def statement_at(self, span: Span | None, kind: type[cst.CSTNode]) -> cst.CSTNode | None:
         """The statement of type ``kind`` that starts where ``span`` starts."""
         if span is None:

@@ -24,7 +24,8 @@ def _rule_range() -> str:
 
 
 _RULES_HELP = (
-    f"Comma-separated rule ids ({_rule_range()}) or ALL; repeatable. Default: the defect rules "
+    f"Comma-separated rule ids ({_rule_range()}), prefixes, categories or ALL; repeatable. "
+    "Replaces [tool.devptr] select. Default: the defect rules "
     "(convention rules, whose fixes change no bits, run only when selected)."
 )
 
@@ -45,7 +46,7 @@ def migrate_command(
     ] = None,
     ignore: Annotated[
         list[str] | None,
-        typer.Option("--ignore", help="Rules to leave out (comma-separated, repeatable)."),
+        typer.Option("--ignore", help="Rules to leave out (same syntax); adds to [tool.devptr] ignore."),
     ] = None,
     unsafe_fixes: Annotated[
         bool,
@@ -57,6 +58,10 @@ def migrate_command(
     jobs: Annotated[
         int | None,
         typer.Option("--jobs", "-j", min=1, help="Worker processes (default: every core)."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(help="pyproject.toml to read [tool.devptr] from (as devptr check)."),
     ] = None,
 ) -> None:
     """Rewrite device-pointer code onto devptr, from the findings of 'devptr check'.
@@ -86,6 +91,7 @@ def migrate_command(
             ignore=ignore,
             unsafe_fixes=unsafe_fixes,
             jobs=jobs,
+            config=config,
         )
     except KeyboardInterrupt:  # before the files were walked: nothing written
         typer.echo("interrupted: nothing written", err=True)

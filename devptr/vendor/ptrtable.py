@@ -188,7 +188,7 @@ def store(container: torch.Tensor | npt.NDArray[Any], index: Index, ptrs: Device
         raise PtrTypeError("store() needs a writable container (got a read-only array: PtrBuffer.numpy()?)")
     if type(ptrs) is DevicePtr and type(index) is int and isinstance(arr, np.ndarray) and arr.ndim == 1:
         if 0 <= index < len(arr):  # the common case, one slot of a 1-D host table: fast
-            arr.view(_U64)[index] = ptrs.addr
+            arr.view(_U64)[index] = ptrs.addr  # devptr: ignore[DP001] -- a numpy uint64 view
             return
     got, vals = _selected(tuple(container.shape), index), _addresses(ptrs)
     if got != np.shape(vals):

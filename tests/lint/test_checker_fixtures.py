@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from devptr.lint.checker import check_file
+from devptr.lint.engine import analyze_files
 from devptr.lint.rules import Rule
 from tests.lint._expect import expected, fixture_files
 
 
 @pytest.mark.parametrize("path", fixture_files(), ids=lambda p: p.stem)
 def test_fixture_findings(path: Path) -> None:
-    result = check_file(path, frozenset(Rule))
+    result = analyze_files([path], frozenset(Rule))[0]
     assert result.error is None
     got = {(f.line, f.code) for f in result.findings}
     want = expected(path, "check")
@@ -31,7 +31,7 @@ def test_every_rule_has_positive_and_negative_fixtures(rule: Rule) -> None:
 
 
 def test_check_source_api_and_rule_filter() -> None:
-    from devptr.lint import check_source
+    from devptr.lint import analyze_source as check_source
 
     src = (
         "import torch\n"

@@ -85,6 +85,54 @@ def test_selection_errors_name_the_flag(flag: str) -> None:
     assert "[tool.devptr]" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["check", "migrate"])
+@pytest.mark.parametrize("flag", ["--select", "--ignore"])
+@pytest.mark.parametrize("value", ["", ",", " , "])
+def test_empty_selection_is_an_error_naming_the_flag(command: str, flag: str, value: str) -> None:
+    result = runner.invoke(app, [command, str(FIXTURES / "dp001_positive.py"), flag, value])
+    assert result.exit_code == 2, result.output
+    assert f"{flag}: empty rule selection" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["check", "migrate"])
+def test_a_selection_that_leaves_no_rule_is_an_error(command: str) -> None:
+    result = runner.invoke(
+        app, [command, str(FIXTURES / "dp001_positive.py"), "--select", "DP001", "--ignore", "DP0"]
+    )
+    assert result.exit_code == 2
+    assert "the selection enables no rule" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["check", "migrate"])
+@pytest.mark.parametrize("table", ["select = []", 'select = ["XX1"]', 'ignore = ["DP9"]'])
+def test_empty_or_unknown_configured_selection_exits_2_in_both_commands(
+    tmp_path: Path, command: str, table: str
+) -> None:
+    pkg = _project(tmp_path, table)
+    result = runner.invoke(app, [command, str(pkg)])
+    assert result.exit_code == 2
+    assert "[tool.devptr]" in result.stderr
+
+
+@pytest.mark.parametrize("table", ['select = ["DP006"]', 'select = ["ALL"]\nignore = ["DP001"]',
+                                   'select = ["DP001"]',
+                                   'select = ["ALL"]\nignore = ["convention"]'])
+def test_check_and_migrate_read_the_same_configuration(tmp_path: Path, table: str) -> None:
+    """The rules migrate acts on (fixes or TODOs, its summary table) are the rules check
+    reports, under the same [tool.devptr] table, for the same files (exclude included)."""
+    pkg = _project(tmp_path, table + '\nexclude = ["pkg/generated"]')
+    check = runner.invoke(app, ["check", str(pkg), "--format", "json"])
+    checked = [(Path(f["path"]).name, f["code"]) for f in json.loads(check.stdout)["findings"]]
+    assert checked  # the tree holds DP001 and DP006 sites; each table keeps some
+    migrate = runner.invoke(app, ["migrate", str(pkg), "--check"])
+    acted = {m[1]: int(m[2]) + int(m[4]) for m in re.finditer(
+        r"(DP\d{3})\W+[a-z0-9-]+\W+(\d+)\W+(\d+)\W+(\d+)", migrate.stderr)}
+    assert len(acted) == len(Rule), migrate.stderr
+    assert {code for code, n in acted.items() if n} == {code for _, code in checked}
+    assert sum(acted.values()) == len(checked)
+    assert "1 files scanned" in migrate.stderr  # generated/ excluded by both
+
+
 def test_sarif_format() -> None:
     code, out = _check(str(FIXTURES / "dp001_positive.py"), "--format", "sarif")
     assert code == 1

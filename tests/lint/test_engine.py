@@ -114,9 +114,27 @@ def test_helper_summaries_across_modules(tmp_path: Path) -> None:
         "    make_ptr_table([n])\n    return make_ptr_table([t.data_ptr() + 64])\n"
     )
     results = analyze_paths([tmp_path])
-    found = sorted((Path(f.path).name, f.line, f.code) for r in results for f in r.findings)
-    assert found == [("rel.py", 5, "DP002")] + [("users.py", 3 + 2 * i, "DP002") for i in range(5)]
-    assert all("make_ptr_table()" in f.message for r in results for f in r.findings)
+    found = [f for r in results for f in r.findings]
+    # one defect, one finding: at the helper's table, naming the six calls (issue 23)
+    assert [(Path(f.path).name, f.line, f.code) for f in found] == [("tables.py", 4, "DP002")]
+    callers = [(Path(w.rpartition(":")[0]).name, int(w.rpartition(":")[2]))
+               for w in found[0].callers]
+    assert sorted(callers) == [("rel.py", 5)] + [("users.py", 3 + 2 * i) for i in range(5)]
+    assert "make_ptr_table()" in found[0].message and "users.py:3" in found[0].message
+    assert "rel.py:4" not in found[0].message  # make_ptr_table([n]): no address
+    by_file = {Path(r.path).name: r.findings for r in results}
+    assert by_file["users.py"] == () and by_file["rel.py"] == ()
+
+
+def test_a_helper_table_is_one_finding_in_its_own_module() -> None:
+    src = (
+        "import torch\n\ndef make(rows):\n    return torch.tensor(rows, dtype=torch.int64)\n\n"
+        "def a(t):\n    return make([t.data_ptr()])\n\ndef b(t):\n    return make([t.data_ptr()])\n"
+    )
+    found = analyze_source(src)
+    assert [(f.line, f.code, f.callers) for f in found] == [
+        (4, "DP002", ("<string>:7", "<string>:10"))]
+    assert found[0].message.endswith("addresses passed in at lines 7, 10")
 
 
 def test_source_helpers_of_other_modules_reach_files_without_sources(tmp_path: Path) -> None:
@@ -191,3 +209,80 @@ def test_catalogue_is_fully_qualified() -> None:
     for table in (cat.TABLE_SINKS, cat.ALLOCATORS, cat.ADDRESS_FUNCTIONS, cat.HOST_ADDRESS_FUNCTIONS):
         assert all("." in name and not name.startswith("np.") for name in table)
     assert set(cat.MYPY_FULLNAMES.values()) <= cat.TABLE_SINKS
+
+
+# ------------------------------------------------------------- issue 23 generalization
+
+ROWS = """
+def device_rows(ts, n):
+    rows = [(t.data_ptr(), n) for t in ts]
+    return torch.tensor([p for p, _ in rows], dtype=torch.int64)
+
+def sizes_of_rows(ts, n):
+    rows = [(t.data_ptr(), n) for t in ts]
+    return torch.tensor([s for _, s in rows], dtype=torch.int64)
+
+def pinned_rows(n):
+    staging = torch.empty(n, pin_memory=True)
+    rows = []
+    rows.append((staging.data_ptr(), n))
+    return torch.tensor([p for p, _ in rows], dtype=torch.int64)
+"""
+
+
+def test_lists_of_tuples_keep_each_position() -> None:
+    """(address, size) rows: the addresses are found, the sizes are not addresses, and
+    pinned host addresses stay host addresses (DP008, not a defect)."""
+    assert codes(ROWS) == [(4, "DP002"), (14, "DP008")]
+
+
+def test_ctypes_value_of_allocator_wrappers_is_an_address() -> None:
+    src = (
+        "def shared(lib, n, handle):\n"
+        "    mine = lib.cudaMalloc(n)\n"
+        "    ptrs = [mine.value, lib.cudaIpcOpenMemHandle(handle).value]\n"
+        "    return torch.tensor(ptrs, dtype=torch.int64)\n"
+    )
+    assert codes(src) == [(4, "DP002")]
+
+
+def test_concatenating_arrays_named_for_addresses_is_not_a_float64_loss() -> None:
+    src = (
+        "def joined(src_ptrs, dst_ptrs):\n"
+        "    return np.concatenate([src_ptrs, dst_ptrs])\n"
+        "def real(ts):\n"
+        "    return np.concatenate([[t.data_ptr() for t in ts], [4096]])\n"
+    )
+    assert codes(src) == [(4, "DP002")]  # int64 arrays join into int64; Python ints do not
+
+
+PROPERTY = """
+class Sequence:
+    @property
+    def blocks_ptr(self) -> int:
+        return self._block_ids.data_ptr()
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+class Batch:
+    def __init__(self):
+        self._blocks = []
+        self._lens = []
+
+    def insert(self, seq):
+        self._blocks.append(seq.blocks_ptr)
+        self._lens.append(seq.length)
+
+    def finish(self):
+        return torch.tensor(self._blocks), torch.tensor(self._lens)
+"""
+
+
+def test_addresses_behind_a_property_of_another_class() -> None:
+    """A list attribute filled in one method from another class's property returning
+    ``data_ptr()``, built into a table in a third method."""
+    assert codes(PROPERTY) == [(21, "DP002")]
+    other = PROPERTY.replace("return self._block_ids.data_ptr()", "return self._index")
+    assert codes(other) == []

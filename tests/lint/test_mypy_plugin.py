@@ -85,7 +85,7 @@ def test_fixtures_exist() -> None:
 
 def test_importing_devptr_does_not_import_mypy() -> None:
     code = (
-        "import sys, devptr, devptr.lint, devptr.lint.checker, devptr.lint.command\n"
+        "import sys, devptr, devptr.lint, devptr.lint.engine, devptr.lint.command\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('mypy', 'libcst'))\n"
         "assert not bad, bad\n"
     )

@@ -45,11 +45,12 @@ class TestTableRewrites(TwiceCodemodTest):
         """
         self.assertCodemod(before, after, rules=[Rule.DP006])
 
-    def test_projection_in_comprehension_and_no_dtype(self) -> None:
+    def test_projection_in_comprehension_and_long(self) -> None:
+        # without a dtype the comprehension's fix is unsafe (empty: float32): test_safety.py
         before = """
             import torch
 
-            ptrs = torch.tensor([cl.kv_cache.data_ptr() for cl in layers])
+            ptrs = torch.tensor([cl.kv_cache.data_ptr() for cl in layers], dtype=torch.int64)
             more = torch.tensor([a.data_ptr(), b.data_ptr() + 8], dtype=torch.long)
         """
         after = """
@@ -88,7 +89,7 @@ class TestTableRewrites(TwiceCodemodTest):
                 ptrs = [0] * n
                 ptrs += peers
                 ptrs.append(flag.data_ptr())
-                # TODO[devptr]: DP002 unsafe fix not applied (the data is not a literal list: it may be any iterable); review, then devptr migrate --unsafe-fixes
+                # TODO[devptr]: DP002 torch.tensor() of raw device addresses with int64: torch raises 'ValueError: Overflow when unpacking long long' for addresses >= 2**63 (devptr check); no mechanical rewrite for this shape
                 return torch.tensor(ptrs, dtype=torch.int64, device="cuda")
         """
         self.assertCodemod(before, after)

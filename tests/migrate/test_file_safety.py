@@ -125,14 +125,14 @@ def test_a_file_changed_after_the_analysis_is_not_migrated(
     """The engine's positions belong to the text it analysed, not to a newer one."""
     root = _tree(tmp_path, "a.py")
     edited = "# a new first line\n" + STORE
-    real = runner.check_paths
+    real = runner.analyze_files
 
     def check_then_edit(*args: Any, **kw: Any) -> Any:
         out = real(*args, **kw)
         (root / "a.py").write_text(edited)
         return out
 
-    monkeypatch.setattr(runner, "check_paths", check_then_edit)
+    monkeypatch.setattr(runner, "analyze_files", check_then_edit)
     code, err = _invoke(str(root), "--jobs", "1")
     assert code == 2
     assert (root / "a.py").read_text() == edited

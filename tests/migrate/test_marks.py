@@ -47,7 +47,10 @@ def test_checker_finding_the_codemods_cannot_prove_is_marked_once() -> None:
     blocks = todo_blocks(first.new)
     assert len(blocks) == 1
     after, text = blocks[0]
-    assert text.startswith("TODO[devptr]: DP002 unsafe fix not applied (the data is not a literal")
+    # --unsafe-fixes has no rewrite for it either: the TODO does not promise one
+    assert text.startswith("TODO[devptr]: DP002 torch.tensor() of raw device addresses")
+    assert text.endswith("no mechanical rewrite for this shape") and "--unsafe-fixes" not in text
+    assert migrate_source(CONCAT, filename="m.py", unsafe_fixes=True).new == first.new
     assert lines[after].startswith("    return torch.tensor(ptrs + [0]")
     assert max(map(len, lines)) <= 88
     assert first.todos == {Rule.DP002: 1}

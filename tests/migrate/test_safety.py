@@ -187,3 +187,150 @@ def test_store_into_unproven_container_is_left_alone() -> None:
     """
     for unsafe in (False, True):
         assert not _migrate(code, unsafe_fixes=unsafe).changed
+
+
+# ------------------------------------------------------------------ issue 23 cases
+
+NEGATIVE_INDEX = """
+    import torch
+
+    def last(x, i):
+        table = torch.zeros(4, dtype=torch.int64)
+        table[-1] = x.data_ptr()
+        table[i] = x.data_ptr() + 64
+        return table
+"""
+
+
+def test_negative_and_non_literal_indices_are_not_safe() -> None:
+    """``t[-1] = p`` writes the last slot; ``devptr.store(t, -1, ...)`` raises."""
+    source = textwrap.dedent(NEGATIVE_INDEX)
+    held = _migrate(NEGATIVE_INDEX)
+    assert held.rewrites == {} and held.todos == {Rule.DP001: 2}
+    assert "the index may be negative" in held.new
+    x = torch.zeros(8)
+    for i in (-1, -4, 0, 2):
+        assert table_bits(_run(held.new, "last", x, i)) == table_bits(_run(source, "last", x, i))
+    import devptr
+
+    forced = _migrate(NEGATIVE_INDEX, unsafe_fixes=True)
+    assert forced.unsafe == {Rule.DP001: 2}
+    with pytest.raises(devptr.CapacityError):
+        _run(forced.new, "last", x, 0)  # the literal -1 now raises: why it is unsafe
+
+
+COUNTED = """
+    import torch
+
+    def table(ts):
+        out = torch.zeros(len(ts) + 1, dtype=torch.int64)
+        for i, t in enumerate(ts):
+            out[i] = t.data_ptr()
+        for j in range(2, 3):
+            out[j - 2 + len(ts)] = ts[0].data_ptr()
+        return out
+"""
+
+
+def test_counter_and_len_indices_are_safe_and_equivalent() -> None:
+    out = _migrate(COUNTED)
+    assert out.rewrites == {Rule.DP001: 1} and out.unsafe == {}  # j - 2 is not provably >= 0
+    assert "devptr.store(out, i, devptr.DevicePtr.of(t))" in out.new
+    source = textwrap.dedent(COUNTED)
+    for ts in ([torch.zeros(2)], [torch.zeros(3), torch.zeros(5)]):
+        assert table_bits(_run(out.new, "table", ts)) == table_bits(_run(source, "table", ts))
+    high = [FakeTensor(a) for a in HIGH_ADDRESSES[:2]]
+    with pytest.raises(ValueError, match="Overflow"):
+        _run(source, "table", high)
+    with pytest.raises(ValueError, match="Overflow"):  # the unproven j store is left as is
+        _run(out.new, "table", high)
+
+
+EMPTY = """
+    import torch
+
+    def untyped(ts):
+        return torch.tensor([t.data_ptr() for t in ts])
+
+    def typed(ts):
+        return torch.tensor([t.data_ptr() for t in ts], dtype=torch.int64)
+
+    def pair(a, b):
+        return torch.tensor([a.data_ptr(), b.data_ptr()])
+"""
+
+
+def _same_table(before: torch.Tensor, after: torch.Tensor) -> bool:
+    """Same dtype and contents: the bits for address tables, the values for the float32
+    tensor an empty iterable gave before the rewrite."""
+    if before.dtype != after.dtype:
+        return False
+    if before.dtype in (torch.int64, torch.uint64):
+        return table_bits(before) == table_bits(after)
+    return bool(before.tolist() == after.tolist())
+
+
+def test_empty_iterables_keep_their_dtype() -> None:
+    source = textwrap.dedent(EMPTY)
+    out = _migrate(EMPTY)
+    assert out.todos == {Rule.DP002: 1} and out.rewrites == {Rule.DP002: 2}
+    assert "an empty iterable" in out.new
+    rows = [torch.zeros(2), torch.zeros(3)]
+    for ts in ([], rows, tuple(rows), {i: r for i, r in enumerate(rows)}.values()):
+        for name in ("untyped", "typed"):
+            before, after = _run(source, name, ts), _run(out.new, name, ts)
+            assert _same_table(before, after), (name, ts)
+    for name, args in (("typed", (iter(rows),)), ("pair", tuple(rows))):
+        again = (iter(rows),) if name == "typed" else args
+        before, after = _run(source, name, *args), _run(out.new, name, *again)
+        assert _same_table(before, after)
+    assert table_bits(_run(out.new, "typed", [FakeTensor(a) for a in HIGH_ADDRESSES])) == list(
+        HIGH_ADDRESSES)
+
+
+NO_REWRITE = """
+    import torch
+
+    def table(ts):
+        return torch.tensor(tuple(t.data_ptr() for t in ts), dtype=torch.int64)
+"""
+
+
+def test_a_todo_promises_only_a_fix_that_exists() -> None:
+    held = _migrate(NO_REWRITE)
+    assert held.todos == {Rule.DP002: 1}
+    assert "--unsafe-fixes" not in held.new and "no mechanical rewrite" in held.new
+    forced = _migrate(NO_REWRITE, unsafe_fixes=True)
+    assert forced.new == held.new and forced.rewrites == {}
+
+
+def test_applying_a_fix_removes_its_todo() -> None:
+    first = _migrate(NEGATIVE_INDEX)
+    assert first.new.count("TODO[devptr]: DP001") == 2
+    second = migrate_source(first.new, filename="case.py", unsafe_fixes=True)
+    assert second.rewrites == {Rule.DP001: 2}
+    assert "TODO[devptr]" not in second.new and "#   " not in second.new
+    third = migrate_source(second.new, filename="case.py", unsafe_fixes=True)
+    assert not third.changed
+
+
+NOT_ADDRESSES = """
+    import torch
+
+    def put(table, base_ptr, t):
+        out = torch.zeros(2, dtype=torch.int64)
+        out[0] = base_ptr
+        out[1] = t.data_ptr()
+        return out
+"""
+
+
+def test_values_that_are_not_addresses_are_kept() -> None:
+    """``base_ptr`` is an address only by its name: a negative sentinel stays storable."""
+    source = textwrap.dedent(NOT_ADDRESSES)
+    out = _migrate(NOT_ADDRESSES, unsafe_fixes=False)
+    assert "out[0] = base_ptr" in out.new
+    x = torch.zeros(2)
+    for sentinel in (-1, 0, 4096):
+        assert table_bits(_run(out.new, "put", None, sentinel, x)) == table_bits(
+            _run(source, "put", None, sentinel, x))

@@ -47,6 +47,8 @@ import torch
 
 from devptr._convert import U64, U64Array
 from devptr._errors import StateError
+from devptr._ptr import DevicePtr
+from devptr._store import addresses
 
 Engine = Literal["kernel", "copy_engine", "copy_engine_loop", "split"]
 Direction = Literal["H2D", "D2H", "D2D", "H2H"]
@@ -424,9 +426,9 @@ def calibrate(
             fracs: dict[int, float] = {}
             for bs in block_sizes:
                 n = max(1, total // bs)
-                perm = np.random.default_rng(bs).permutation(n).astype(U64)
-                s = np.uint64(src_mem.data_ptr()) + perm * np.uint64(bs)
-                d = np.uint64(dst_mem.data_ptr()) + np.arange(n, dtype=U64) * np.uint64(bs)
+                perm = np.random.default_rng(bs).permutation(n)
+                s = addresses(DevicePtr.of(src_mem), perm, bs)
+                d = addresses(DevicePtr.of(dst_mem), np.arange(n), bs)
                 k = np.full(n, bs, dtype=U64)
                 row, frac = _measure(
                     s, d, k, dev, ce, repeat, direc != "D2D", result.notes, f"{direc} {bs} B"

@@ -27,6 +27,7 @@ from devptr.lint.engine._finding import Finding, Fix, FixKind, Safety, Span
 from devptr.lint.engine._project import ProjectIndex, module_name
 from devptr.lint.engine._run import (
     FileResult,
+    analyze_files,
     analyze_paths,
     analyze_source,
     may_have_findings,
@@ -49,6 +50,7 @@ __all__ = [
     "SourceError",
     "Span",
     "Stamp",
+    "analyze_files",
     "analyze_paths",
     "analyze_source",
     "is_suppressed",

@@ -58,10 +58,11 @@ _INERT_STATEMENTS: Final = frozenset({
 class Emitted:
     """A finding before suppression: rule, message, spans and the enclosing statement."""
 
-    __slots__ = ("fix", "message", "rule", "span", "stmt_first", "stmt_last")
+    __slots__ = ("fix", "message", "rule", "sink", "span", "stmt_first", "stmt_last")
 
     def __init__(self, rule: Rule, message: str, span: Span, stmt_first: int, stmt_last: int,
-                 fix: Fix | None) -> None:
+                 fix: Fix | None, sink: tuple[str, Span] | None = None) -> None:
+        self.sink = sink
         self.rule = rule
         self.message = message
         self.span = span
@@ -111,6 +112,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
         """Qualified names of calls to functions of other modules that got addresses."""
         self._report = False
         self._stmt: ast.stmt | None = None
+        self._counters: list[str] = []
+        self._properties: dict[str, set[str]] = {}
+        """Property name -> the ``Class.name`` keys of the module's properties so named."""
+        """Names of the enclosing ``for`` loops' non-negative counters (``range``,
+        ``enumerate``): indices a ``devptr.store`` fix keeps."""
         self._quiet_nodes: set[int] = set()
         self._host_classes: dict[int, bool] = {}
         self._base_names: frozenset[str] | None = None
@@ -229,7 +235,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
 
     # ------------------------------------------------------------- reporting
 
-    def _emit(self, node: ast.AST, verdict: Verdict, fix: Fix | None = None) -> None:
+    def _emit(self, node: ast.AST, verdict: Verdict, fix: Fix | None = None, *,
+              sink: tuple[str, Span] | None = None) -> None:
         if verdict is None or not self._report:
             return
         rule, message = verdict
@@ -239,7 +246,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         last = max(span.end_line, getattr(stmt, "end_lineno", None) or span.end_line)
         key = (span.line, span.col, rule)
         if key not in self.emitted:
-            self.emitted[key] = Emitted(rule, message, span, first, last, fix)
+            self.emitted[key] = Emitted(rule, message, span, first, last, fix, sink)
 
     def _sink(
         self, node: ast.AST, kind: str, scope: Scope, value: Val | None, *,
@@ -255,9 +262,10 @@ class ModuleAnalyzer(ExpressionEvaluator):
                     scope.sinks.append(ParamSink(
                         param=p, name="", kind=kind, cont=cont, dtype=dtype, ctor=ctor,
                         is_slice=is_slice(target), where=f"{self.path}:{getattr(node, 'lineno', 0)}",
+                        span=self._span(node),
                     ))
-            if not value.by_name or kind != "table":
-                return
+            if not value.by_name or kind != "table" or ctor in cat.STACKING_CONSTRUCTORS:
+                return  # np.concatenate([src_ptrs, ...]) of parameters: see _table
             value = Val(Kind.ADDR_SEQ, by_name=True, host=scope.host)  # named for addresses
         if kind == "table":
             self._emit(node, table_verdict(value, dtype, ctor), fix)
@@ -304,6 +312,10 @@ class ModuleAnalyzer(ExpressionEvaluator):
             return Fix(FixKind.STORE, "unsafe", spans,
                        "a slice store broadcasts a shorter value; devptr.store() requires "
                        "one pointer per element")
+        if not syn.is_nonnegative_index(target.slice, self._counters):
+            return Fix(FixKind.STORE, "unsafe", spans,
+                       "the index may be negative (devptr.store() raises where the original "
+                       "counted from the end) or not an int")
         if val is not None and val.kind is not Kind.ADDR and not several:
             return Fix(FixKind.STORE, "unsafe", spans, "the value is not a single address")
         if val is not None and val.by_name:
@@ -346,6 +358,13 @@ class ModuleAnalyzer(ExpressionEvaluator):
             spans += [("source", self._span(gen.iter)), ("target", self._span(gen.target))]
         elif not isinstance(data_node, ast.List | ast.Tuple | ast.ListComp | ast.GeneratorExp):
             reason = "the data is not a literal list: it may be any iterable"
+        if dtype_node is None and not (
+            isinstance(data_node, ast.List | ast.Tuple) and data_node.elts
+        ):
+            reason = reason or (
+                "with no dtype an empty iterable builds a float32 tensor, ptr_tensor() an "
+                "int64 one"
+            )
         if data is not None and data.by_name:
             reason = reason or "the data holds addresses only by its name"
         facts = (("encoding", "U64" if dt is DType.U64 else "I64"),)
@@ -443,6 +462,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
                         scope.sinks.append(ParamSink(
                             param=p, name="", kind=sink.kind, cont=sink.cont, dtype=sink.dtype,
                             ctor=sink.ctor, is_slice=sink.is_slice, where=sink.where,
+                            span=sink.span,
                         ))
                 continue
             if not carries_address(val) or val.by_name:
@@ -453,7 +473,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
                 verdict = store_verdict(sink.cont, val, None, fill=sink.kind == "fill")
             if verdict is not None:
                 rule, message = verdict
-                self._emit(arg_node, (rule, f"{message} (in {short}() at {sink.where})"))
+                if sink.span is None:
+                    self._emit(arg_node, (rule, f"{message} (in {short}() at {sink.where})"))
+                else:  # reported once, at the helper's table: collapse_helper_findings
+                    self._emit(arg_node, (rule, f"{message} (in {short}())"),
+                               sink=(sink.where.rpartition(":")[0], sink.span))
         result: Val | None = summary.returns
         for i in sorted(summary.twos_params):
             val, arg_node = arg(i)
@@ -566,6 +590,11 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if any(syn.is_device_decorator(d, self.names) for d in fn.decorator_list):
             return  # Triton/CuTe device code: no host-side integer tables
         key = f"{scope.cls}.{fn.name}" if scope.cls else fn.name
+        if scope.cls is not None and any(
+            (self.names.qual(d) or "").rpartition(".")[2] in syn.PROPERTY_DECORATORS
+            for d in fn.decorator_list
+        ):
+            self._properties.setdefault(fn.name, set()).add(key)
         args = fn.args
         positional = [*args.posonlyargs, *args.args]
         if scope.cls is not None and positional and not any(
@@ -735,7 +764,12 @@ class ModuleAnalyzer(ExpressionEvaluator):
 
     def _for(self, stmt: ast.For | ast.AsyncFor, scope: Scope) -> None:
         self._bind_iter(stmt.target, stmt.iter, scope)
+        counter = syn.nonnegative_counter(stmt.target, stmt.iter, self._counters)
+        if counter is not None:
+            self._counters.append(counter)
         self._block(stmt.body, scope)
+        if counter is not None:
+            self._counters.pop()
         self._block(stmt.orelse, scope)
 
     def _bind_iter(self, target: ast.expr, it: ast.expr, scope: Scope) -> None:
@@ -767,6 +801,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
             return None
         if seq.kind is Kind.PARAM:
             return seq
+        if seq.kind is Kind.ADDR_SEQ and seq.items and seq.items[0] is not None:
+            return seq.items[0]  # a list of tuples: its row
         if seq.kind is Kind.ADDR_SEQ and seq.lib is not None:
             return Val(Kind.ADDR_ARRAY, lib=seq.lib, dtype=seq.dtype, host=seq.host)
         if seq.kind in (Kind.ADDR_SEQ, Kind.ADDR_ARRAY):

@@ -54,6 +54,11 @@ def _called(fn: Val) -> Val:
                host=fn.host)
 
 
+_FILL_VALUE_ARG: Final = {"fill_": 0, "fill": 0, "index_fill_": 2}
+"""Methods of :data:`~devptr.lint.catalogue.STORE_METHODS` that fill an array with one
+value, and the position of that value (``t.index_fill_(dim, index, value)``)."""
+
+
 class ExpressionEvaluator:
     """Evaluate expressions to :class:`~devptr.lint.engine._values.Val` and report inside them."""
 
@@ -63,6 +68,26 @@ class ExpressionEvaluator:
     """The call whose arguments :meth:`_args` evaluated last, with their values."""
     class_attrs: dict[str, dict[str, Val]]
     _quiet_nodes: set[int]
+    _properties: dict[str, set[str]]
+    """Property name -> the ``Class.name`` keys of the module's properties so named."""
+
+    def property_value(self, attr: str) -> Val | None:
+        """What reading attribute *attr* gives when every property of that name in the
+        module returns device or host addresses (``seq.kv_blocks_ptr`` of a property
+        ``return self._ids.data_ptr()``): addresses kept behind a property of another
+        class. None otherwise (one such property that does not, or none)."""
+        keys = self._properties.get(attr)
+        if not keys:
+            return None
+        found = [self.functions.get(k) for k in keys]
+        vals = [f.returns for f in found if f is not None and f.returns is not None]
+        if len(vals) != len(keys) or not all(
+            v.kind in (Kind.ADDR, Kind.ADDR_SEQ) and not v.by_name for v in vals
+        ):
+            return None
+        return vals[0] if len(vals) == 1 else seq_of(vals) if vals[0].kind is Kind.ADDR_SEQ else (
+            Val(Kind.ADDR, host=all(v.host for v in vals)))
+
 
     def _emit(self, node: ast.AST, verdict: Verdict, fix: Fix | None = None) -> None:
         raise NotImplementedError
@@ -159,7 +184,10 @@ class ExpressionEvaluator:
         if isinstance(node, ast.List | ast.Tuple | ast.Set):
             items = tuple(self.eval(e, scope) for e in node.elts)
             if any(carries_address(v) or is_param(v) for v in items):
-                if isinstance(node, ast.Tuple) and not any(is_param(v) for v in items):
+                if isinstance(node, ast.Tuple) and (
+                    not any(is_param(v) for v in items)
+                    or any(carries_address(v) and not is_param(v) for v in items)
+                ):  # (t.data_ptr(), n): a row whose positions matter (``for p, n in rows``)
                     return Val(Kind.TUPLE, items=items)
                 return seq_of(items)
             if isinstance(node, ast.Tuple):
@@ -226,6 +254,9 @@ class ExpressionEvaluator:
             self.eval(node.value, scope)
             return ADDR  # cupy_array.data.ptr
         recv = self.eval(node.value, scope)
+        held = self.property_value(node.attr) if recv is None or recv.kind is Kind.PARAM else None
+        if held is not None:
+            return held  # seq.kv_blocks_ptr: a property of the module returning addresses
         if recv is None:
             if node.attr == "addr":
                 return CHECKED_U64  # DevicePtr.addr: devptr's unsigned value
@@ -238,6 +269,10 @@ class ExpressionEvaluator:
             return CHECKED_U64 if node.attr == "addr" else CHECKED_I64
         if node.attr == "value" and recv.kind is Kind.ADDR:
             return recv  # ctypes.c_void_p(p).value, c_int64(p).value (encoded by the call)
+        if node.attr == "value" and recv is DEVICE_ADDR_PAIR:
+            # lib.cudaMalloc(n).value, lib.cudaIpcOpenMemHandle(h).value: a ctypes wrapper's
+            # c_void_p (cuda-python's (err, ptr) tuples have no .value)
+            return ADDR
         if is_arrayish(recv):
             if node.attr == "np":
                 return Val(recv.kind, lib=Lib.NUMPY, dtype=recv.dtype, host=recv.host)
@@ -462,6 +497,10 @@ class ExpressionEvaluator:
             return self._table(node, name, vals, scope)
         if name in cat.ALLOCATORS or name == "torch.from_numpy":
             return self._allocation(node, name, vals, scope)
+        if name == "numpy.copyto" and len(vals) >= 2 and is_addr(vals[1]):
+            # np.copyto(dst, src): dst receives the addresses
+            self._sink(node, "store", scope, vals[1], cont=self.eval(node.args[0], scope))
+            return None
         if name in cat.OUT_UFUNCS:
             out = syn.kwarg(node, "out")
             if out is not None and any(is_addr(v) or (
@@ -633,6 +672,12 @@ class ExpressionEvaluator:
             data.lib is not None
         ):
             return Val(Kind.ADDR_ARRAY, lib=lib, dtype=dt or data.dtype, host=data.host)
+        if name in cat.STACKING_CONSTRUCTORS and data is not None and data.by_name and (
+            carries_address(data)
+        ):
+            # np.concatenate([src_ptrs, dst_ptrs]): values only *named* for addresses, most
+            # often int64 arrays, which join into int64: no float64 loss to report
+            return Val(Kind.ARRAY, lib=lib, dtype=dt)
         if name in ("torch.stack", "torch.cat", "torch.concat"):
             if data is not None and data.kind is Kind.ADDR_ARRAY:
                 return data
@@ -716,9 +761,10 @@ class ExpressionEvaluator:
                 before = [recv] if recv is not None and recv.kind in (Kind.ADDR_SEQ, Kind.PARAM) else []
                 self._assign(func.value, seq_of([*before, arg]), None, scope)
             return _NO_VALUE
-        if attr in ("fill_", "fill") and vals and (is_addr(vals[0]) or is_param(vals[0])):
+        at = _FILL_VALUE_ARG.get(attr)
+        if at is not None and len(vals) > at and (is_addr(vals[at]) or is_param(vals[at])):
             if recv is not None and is_arrayish(recv):
-                self._sink(node, "fill", scope, vals[0], cont=recv)
+                self._sink(node, "fill", scope, vals[at], cont=recv)
             return _NO_VALUE
         if (recv is None or recv.kind is Kind.PARAM) and attr == "astype" and node.args:
             # x.astype(np.int64) on an unknown x or a parameter: only numpy spells astype

@@ -15,22 +15,20 @@ from typing import Final
 import attrs
 
 from devptr.lint._config import Config
+from devptr.lint.catalogue import SOURCE_SPELLINGS
+from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._analyzer import ModuleAnalyzer
 from devptr.lint.engine._files import SourceError, iter_python_files, read_source, universal_newlines
-from devptr.lint.engine._finding import Finding
+from devptr.lint.engine._finding import Finding, collapse_helper_findings
 from devptr.lint.engine._pool import worker_pool
 from devptr.lint.engine._project import ModuleNamer, ProjectIndex, module_name
 from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._values import Summary
 from devptr.lint.rules import RULES, Rule
 
-_STRONG_TOKENS: Final = (
-    "data_ptr", "_ptrs", "c_int64", "c_longlong", "c_uint64", "c_ulonglong", "c_void_p",
-    "addressof", "__cuda_array_interface__", "data.ptr", "cudaMalloc", "cuMemAlloc",
-    "IpcOpenMemHandle", "open_mem_handle", "create_shared_buffer", "struct.pack",
-    "caching_allocator_alloc",
-)
-"""Text that can start a finding by itself (an address source)."""
+_STRONG_TOKENS: Final = syn.covering(SOURCE_SPELLINGS | {"_ptrs"})
+"""Text that can start a finding by itself: the catalogue's source spellings, and names
+of address lists (``peer_ptrs``)."""
 
 _POW: Final = re.compile(r"\*\*\s*6[34]")
 _SHIFT: Final = re.compile(r"<<\s*6[34]")
@@ -95,7 +93,9 @@ def analyze_source(
     SyntaxError
         When *source* does not parse.
     """
-    return _analyze(source, path, project, module, rules, honour_suppressions)[0]
+    return collapse_helper_findings(
+        _analyze(source, path, project, module, rules, honour_suppressions)[0]
+    )
 
 
 def _analyze(
@@ -117,7 +117,7 @@ def _analyze(
         out.append(Finding(
             path=path, line=e.span.line, col=e.span.col, rule=e.rule,
             end_line=e.span.end_line, end_col=e.span.end_col, message=e.message,
-            category=RULES[e.rule].category, fix=e.fix,
+            category=RULES[e.rule].category, fix=e.fix, sink=e.sink,
         ))
     return sorted(out), analyzer.functions, analyzer.unresolved
 
@@ -275,12 +275,36 @@ def _fewer_collections() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+def analyze_files(
+    files: Sequence[str | Path],
+    rules: frozenset[Rule] | None,
+    *,
+    jobs: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+) -> list[FileResult]:
+    """Analyze *files* (already walked, e.g. by :func:`iter_python_files`) as one tree,
+    with cross-module summaries: one :class:`FileResult` per file, in order. *rules*
+    default: every rule."""
+    return _analyze_files([str(f) for f in files], rules, jobs, on_progress)
+
+
 def _analyze_files(
     paths: list[str], rules: frozenset[Rule] | None, jobs: int,
     on_progress: Callable[[int], None] | None,
 ) -> list[FileResult]:
     with _fewer_collections():
-        return _analyze_tree(paths, rules, jobs, on_progress)
+        return _one_per_defect(_analyze_tree(paths, rules, jobs, on_progress))
+
+
+def _one_per_defect(results: list[FileResult]) -> list[FileResult]:
+    """The results with each helper's table reported once, in the helper's file
+    (:func:`collapse_helper_findings`), whichever files its callers are in."""
+    if not any(f.sink is not None for r in results for f in r.findings):
+        return results
+    by_path: dict[str, list[Finding]] = {r.path: [] for r in results}
+    for f in collapse_helper_findings(f for r in results for f in r.findings):
+        by_path.setdefault(f.path, []).append(f)
+    return [attrs.evolve(r, findings=tuple(by_path[r.path])) for r in results]
 
 
 def _analyze_tree(

@@ -55,6 +55,7 @@ def seq_of(items: Iterable[Val | None]) -> Val | None:
     a parameter is a ``PARAM`` value while a function is summarized.
     """
     found: list[Val] = []
+    rows: list[Val] = []
     params: set[int] = set()
     named = False
     for v in items:
@@ -69,8 +70,11 @@ def seq_of(items: Iterable[Val | None]) -> Val | None:
                 params.update(inner.params)
             elif inner is not None:
                 found.append(inner)
+                rows.append(v)
         elif carries_address(v):
             found.append(v)
+            if v.kind is Kind.ADDR_SEQ and v.items:
+                rows.extend(r for r in v.items if r is not None)
     if params and not found:
         return Val(Kind.PARAM, params=frozenset(params), by_name=named)
     if not found:
@@ -81,7 +85,23 @@ def seq_of(items: Iterable[Val | None]) -> Val | None:
         checked=checked.pop() if len(checked) == 1 else None,
         by_name=all(v.by_name for v in found),
         host=all(v.host for v in found),
+        items=_row_of(rows) if len(rows) == len(found) else (),
     )
+
+
+def _row_of(rows: list[Val]) -> tuple[Val | None, ...]:
+    """For a list of tuples (``[(t.data_ptr(), n), ...]``): its row, one value per position
+    (an address where any row holds one there), so ``for p, n in rows`` binds ``p`` to the
+    addresses and ``n`` to nothing. Empty when the rows differ in length."""
+    width = {len(r.items) for r in rows}
+    if len(width) != 1:
+        return ()
+    row: list[Val | None] = []
+    for i in range(width.pop()):
+        column = [v for r in rows if (v := r.items[i]) is not None and carries_address(v)]
+        row.append(None if not column else column[0] if len(column) == 1 else attrs.evolve(
+            column[0], host=all(c.host for c in column), by_name=all(c.by_name for c in column)))
+    return (Val(Kind.TUPLE, items=tuple(row)),)
 
 
 def holds_addr(v: Val | None) -> bool:
@@ -96,7 +116,7 @@ def on_host(v: Val | None) -> Val | None:
     if v is None or v.host:
         return v
     if v.kind in (Kind.ADDR, Kind.ADDR_SEQ, Kind.ADDR_ARRAY):
-        return attrs.evolve(v, host=True)
+        return attrs.evolve(v, host=True, items=tuple(on_host(i) for i in v.items))
     if v.kind is Kind.TUPLE and carries_address(v):
         return attrs.evolve(v, items=tuple(on_host(i) for i in v.items))
     return v

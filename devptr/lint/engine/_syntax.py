@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Final
 
 from devptr.lint import catalogue as cat
@@ -254,17 +254,28 @@ def declares_host_only(cls: ast.ClassDef, names: Names) -> bool:
     return bound and not any(_mentions_device_memory(node, names) for node in ast.walk(cls))
 
 
+PROPERTY_DECORATORS: Final = frozenset({"property", "cached_property"})
+"""Decorators (last name) making a method an attribute: ``x.name`` runs its body."""
+
 HOST_CLASS_TRIGGER: Final = ("'cpu", '"cpu')
 """Lowercase text a class needs before :func:`declares_host_only` walks it."""
 
 
-FUNCTION_TRIGGER: Final = (
-    "ptr", "uint64", "addr", "**6", "** 6", "<<6", "<< 6", "c_int64", "c_longlong",
-    "c_uint64", "c_void_p", "struct.", "deviceptr", "__cuda_array_interface__", "cudamalloc",
-    "cumemalloc", "ipcopen", "open_mem_handle", "shared_buffer", "array(",
+def covering(spellings: Iterable[str]) -> tuple[str, ...]:
+    """The spellings that hold no other one (``mallocAsync`` holds ``malloc``): a text
+    holds some spelling exactly when it holds one of these, with fewer substring scans."""
+    every = frozenset(spellings)
+    return tuple(sorted(s for s in every if not any(o != s and o in s for o in every)))
+
+
+FUNCTION_TRIGGER: Final = covering(
+    {spelling.lower() for spelling in cat.SOURCE_SPELLINGS}
+    | {"ptr", "uint64", "addr", "**6", "** 6", "<<6", "<< 6", "deviceptr", "shared_buffer",
+       "array("}
 )
 """Lowercase text a function body needs before the report pass walks it (others are
-summarized from their annotations)."""
+summarized from their annotations): the catalogue's source spellings, address-like names,
+``2**64``-style constants and ``DevicePtr``."""
 
 
 SINK_TRIGGER: Final = (
@@ -308,3 +319,50 @@ def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from iter_statements(block)
         for handler in getattr(stmt, "handlers", ()):
             yield from iter_statements(handler.body)
+
+
+def _int_at_least(node: ast.expr | None, low: int) -> bool:
+    return isinstance(node, ast.Constant) and type(node.value) is int and node.value >= low
+
+
+def nonnegative_counter(target: ast.expr, it: ast.expr, counters: list[str]) -> str | None:
+    """The loop variable of ``for i in range(...)`` / ``for i, x in enumerate(...)`` when it
+    can only be a non-negative int (start >= 0, literal step > 0), else None."""
+    if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)):
+        return None
+    if it.func.id == "range" and isinstance(target, ast.Name) and not it.keywords and (
+        1 <= len(it.args) <= 3
+    ):
+        start_ok = len(it.args) == 1 or is_nonnegative_index(it.args[0], counters)
+        step_ok = len(it.args) < 3 or _int_at_least(it.args[2], 1)
+        return target.id if start_ok and step_ok else None
+    if it.func.id == "enumerate" and isinstance(target, ast.Tuple) and target.elts and (
+        isinstance(target.elts[0], ast.Name)
+    ):
+        start = it.args[1] if len(it.args) > 1 else kwarg(it, "start")
+        if start is None or is_nonnegative_index(start, counters):
+            return target.elts[0].id
+    return None
+
+
+def is_nonnegative_index(node: ast.expr, counters: list[str]) -> bool:
+    """Whether a subscript index is known to be a non-negative int (or a tuple or slice of
+    them): a literal, ``len(...)``, a ``range``/``enumerate`` counter, or sums and products
+of these.
+    ``devptr.store`` rejects negative indices, which plain indexing counts from the end."""
+    if _int_at_least(node, 0):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in counters
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        return True
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult | ast.FloorDiv):
+        return is_nonnegative_index(node.left, counters) and is_nonnegative_index(
+            node.right, counters)
+    if isinstance(node, ast.Tuple):
+        return bool(node.elts) and all(is_nonnegative_index(e, counters) for e in node.elts)
+    if isinstance(node, ast.Slice):
+        bounds = all(part is None or is_nonnegative_index(part, counters)
+                     for part in (node.lower, node.upper))
+        return bounds and (node.step is None or _int_at_least(node.step, 1))
+    return False

@@ -12,6 +12,8 @@ import enum
 
 import attrs
 
+from devptr.lint.engine._finding import Span
+
 
 class Kind(enum.Enum):
     """What an expression is, as far as the checker can tell."""
@@ -128,6 +130,9 @@ class ParamSink:
     is_slice: bool = False
     where: str = ""
     """``path:line`` of the sink, for the message."""
+    span: Span | None = None
+    """The sink expression in its module (where a finding reached through callers is
+    reported, once)."""
 
 
 @attrs.frozen
@@ -182,11 +187,6 @@ DEVPTR = Val(Kind.DEVPTR)
 def is_addr(v: Val | None) -> bool:
     """Whether *v* is a raw scalar address."""
     return v is not None and v.kind is Kind.ADDR
-
-
-def is_addr_seq(v: Val | None) -> bool:
-    """Whether *v* is a sequence holding raw addresses."""
-    return v is not None and v.kind is Kind.ADDR_SEQ
 
 
 def is_param(v: Val | None) -> bool:
