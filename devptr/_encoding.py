@@ -170,20 +170,27 @@ def _device_type(device_or_type: object) -> str:
     )
 
 
-def encoding_for(device_or_type: str | torch.device | torch.Tensor) -> Encoding:
+def encoding_for(
+    device_or_type: str | torch.device | torch.Tensor, *, default: Encoding | None = None
+) -> Encoding:
     """The default encoding of a backend's consumers: ``xpu`` -> U64, the rest -> I64.
 
     Resolution order: ``DEVPTR_ENCODING`` (environment, read once at the first call;
     :func:`reload_environment` re-reads it), then
-    :func:`register_backend`, then the built-in table. An unknown name raises
+    :func:`register_backend`, then the built-in table. An unknown name gives ``default``
+    when one is given (``encoding_for(platform.device_type, default=Encoding.I64)`` keeps
+    a per-platform branch's answer for device types devptr does not know, such as ``""``
+    or ``"tpu"``; ``DEVPTR_ENCODING=U64`` still applies to them), else raises
     :class:`UnknownBackendError` (a ``ValueError``).
     """
+    if default is not None and not isinstance(default, Encoding):
+        raise PtrTypeError(f"default must be an Encoding or None (got {describe(default)})")
     name = _device_type(device_or_type)
     every, per = _env_overrides()
     if name in per:
         return per[name]
     known = name in _registered or name in _DEFAULTS or name == _privateuse1_name()
-    if not known:
+    if not known and default is None:
         raise UnknownBackendError(
             f"unknown backend {name!r}: expected a torch device type such as 'cuda' or 'xpu', "
             "or a name given to devptr.register_backend()"
@@ -192,4 +199,4 @@ def encoding_for(device_or_type: str | torch.device | torch.Tensor) -> Encoding:
         return every
     if name in _registered:
         return _registered[name]
-    return _DEFAULTS.get(name, Encoding.I64)
+    return _DEFAULTS.get(name, default or Encoding.I64)
