@@ -68,7 +68,9 @@ def is_complete(root: Path) -> bool:
     return bool(wanted) and all((root / name).is_file() for name in wanted)
 
 
-def _download(dest: Path) -> None:
+def vllm_wheel(dest: Path | None = None) -> Path:
+    """vLLM 0.33.0's wheel, downloaded into ``dest`` (default: the cache folder) once."""
+    dest = _cache_root() / f"vllm-{VLLM_VERSION}" if dest is None else dest
     dest.mkdir(parents=True, exist_ok=True)
     wheels = sorted(dest.glob(f"vllm-{VLLM_VERSION}-*.whl"))
     if not wheels:
@@ -80,7 +82,11 @@ def _download(dest: Path) -> None:
         wheels = sorted(dest.glob(f"vllm-{VLLM_VERSION}-*.whl"))
     if not wheels:
         raise VllmRefError(f"pip download produced no vllm {VLLM_VERSION} wheel in {dest}")
-    with zipfile.ZipFile(wheels[0]) as zf:
+    return wheels[0]
+
+
+def _download(dest: Path) -> None:
+    with zipfile.ZipFile(vllm_wheel(dest)) as zf:
         members = [
             m for m in zf.namelist()
             if (m.startswith("vllm/") and m.endswith(".py")) or ".dist-info/" in m

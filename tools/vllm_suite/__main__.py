@@ -1,0 +1,144 @@
+"""``python -m tools.vllm_suite``: run vLLM's tests, shipped vs migrated; write the table."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from tools.vllm_suite import TEST_PATHS
+from tools.vllm_suite._env import TORCH_VERSIONS, SuiteError, sdist_tree, venv
+from tools.vllm_suite._results import VariantResult, exclusions, failures, read_junit, table
+from tools.vllm_suite._trees import RECIPE, migrated_tree, overlay
+
+REPO: Final = Path(__file__).resolve().parents[2]
+TREES: Final = ("shipped", "migrated")
+MODES: Final = ("low", "high")
+
+_HUB = ("builds a scheduler for the Hugging Face hub model facebook/opt-125m "
+        "(tests/v1/core/utils.py create_scheduler): needs the network")
+EXCLUDED: Final[dict[str, str]] = {
+    "tests/v1/ec_connector/unit/test_ec_transfer_params.py"
+    "::test_free_request_calls_ec_connector_and_surfaces_params": _HUB,
+    "tests/v1/ec_connector/unit/test_ec_transfer_params.py"
+    "::test_free_request_without_ec_connector_returns_none": _HUB,
+}
+"""Tests deselected by exact id, with the reason (network or a model from the hub)."""
+
+
+def _run_variant(
+    cache: Path, torch_version: str, tree: str, mode: str, paths: Sequence[str], timeout: int
+) -> VariantResult:
+    python = venv(cache, torch_version, REPO)
+    tests = sdist_tree(cache, python)
+    path: list[str] = []
+    if tree == "migrated":
+        migrated, _, _ = migrated_tree(cache, REPO)
+        path.append(str(overlay(cache, python, migrated)))
+    plugin: list[str] = []
+    if mode == "high":
+        path.append(str(Path(__file__).resolve().parent))
+        plugin = ["-p", "pytest_high_addresses"]
+    name = f"torch {torch_version} {tree} {mode}"
+    xml = cache / "results" / f"{torch_version}-{tree}-{mode}.xml"
+    xml.parent.mkdir(parents=True, exist_ok=True)
+    deselect = [a for tid in EXCLUDED for a in ("--deselect", tid)]
+    cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *plugin,
+           f"--timeout={timeout}", f"--junitxml={xml}", *deselect, *paths]  # fmt: skip
+    env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "PYTHONPATH": os.pathsep.join(path)}
+    env.pop("DEVPTR_ENCODING", None)
+    print(f"[vllm_suite] {name}: {shlex.join(cmd[1:])}", file=sys.stderr, flush=True)
+    start = time.monotonic()
+    subprocess.run(cmd, cwd=tests, env=env, check=False, stdout=subprocess.DEVNULL)
+    result = VariantResult(name, shlex.join(cmd[1:]), time.monotonic() - start)
+    if not xml.is_file():
+        raise SuiteError(f"{name}: pytest wrote no {xml}")
+    read_junit(xml, tests, paths, result)
+    result.save(xml.with_suffix(".json"))
+    return result
+
+
+def _report(cache: Path, paths: Sequence[str], argv: Sequence[str]) -> str:
+    order = [(t, tr, m) for t in TORCH_VERSIONS for tr in TREES for m in MODES]
+    found = [cache / "results" / f"{t}-{tr}-{m}.json" for t, tr, m in order]
+    results = [VariantResult.load(p) for p in found if p.is_file()]
+    _, summary, patch = migrated_tree(cache, REPO)
+    changed = sorted({line[6:] for line in patch.splitlines() if line.startswith("+++ b/")})
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return "\n".join([
+        "# vLLM 0.33.0's own tests: shipped vs migrated by `devptr migrate`",
+        "",
+        f"Command: `python -m tools.vllm_suite {shlex.join(argv)}` (date {now}; machine: "
+        f"{machine}; CPU only, `VLLM_TARGET_DEVICE=cpu`).",
+        "",
+        "Each cell is passed / failed / skipped. *shipped* is vLLM 0.33.0's wheel; *migrated* "
+        f"is the same sources after `devptr migrate vllm {' '.join(RECIPE)}` (the adopter "
+        f"recipe of docs/migrate.md; {len(changed)} files changed). *low*: addresses as the "
+        "machine gives them; *high*: every test inside `devptr.testing.high_addresses()` "
+        "(bit 63 of every `data_ptr()` flipped), through the plugin "
+        "`tools/vllm_suite/pytest_high_addresses.py`.",
+        "",
+        table(results, paths),
+        "",
+        "Seconds per run: " + ", ".join(f"{r.variant} {r.seconds:.0f}" for r in results) + ".",
+        "",
+        "## Failed tests",
+        "",
+        failures(results),
+        "",
+        "## Excluded by exact id",
+        "",
+        exclusions(EXCLUDED) or "- none",
+        "",
+        "## The migration",
+        "",
+        "Files changed: " + ", ".join(f"`{c}`" for c in changed) + ".",
+        "",
+        "```text",
+        summary.strip(),
+        "```",
+        "",
+    ])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m tools.vllm_suite", description=__doc__)
+    parser.add_argument("--cache", type=Path,
+                        default=Path(tempfile.gettempdir()) / "devptr-cache" / "vllm-suite",
+                        help="folder for downloads, venvs, the migrated tree and results")
+    parser.add_argument("--torch", action="append", choices=TORCH_VERSIONS)
+    parser.add_argument("--tree", action="append", choices=TREES)
+    parser.add_argument("--mode", action="append", choices=MODES)
+    parser.add_argument("--path", action="append", help="run only these of the test paths")
+    parser.add_argument("--timeout", type=int, default=120, help="per-test limit (seconds)")
+    parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/vllm_suite.md")
+    parser.add_argument("--report-only", action="store_true",
+                        help="write the table from the results already in the cache")
+    args = parser.parse_args(args_in)
+    paths = [p for p in TEST_PATHS if not args.path or p in args.path]
+    cache: Path = args.cache
+    if not args.report_only:
+        for t in args.torch or TORCH_VERSIONS:
+            for tree in args.tree or TREES:
+                for mode in args.mode or MODES:
+                    r = _run_variant(cache, t, tree, mode, paths, args.timeout)
+                    print(f"[vllm_suite] {r.variant}: {r.counts} ({r.seconds:.0f} s)",
+                          file=sys.stderr, flush=True)
+    args.out.write_text(_report(cache, TEST_PATHS, args_in))
+    print(f"[vllm_suite] wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
