@@ -1,4 +1,3 @@
-# ruff: noqa: E501 - expected outputs hold the long lines and TODO comments the codemod writes
 """DP004: before/after pairs, no-ops and TODOs for the two's-complement codemod."""
 
 from __future__ import annotations

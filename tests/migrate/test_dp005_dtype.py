@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - expected outputs hold the long lines the codemod writes
 
 """DP005: before/after pairs, no-ops and TODOs for the platform-dtype codemod."""
 

@@ -15,8 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from tools.vllm_ref import VLLM_VERSION
 from tools.vllm_suite import TEST_PATHS
 from tools.vllm_suite._env import TORCH_VERSIONS, SuiteError, sdist_tree, venv
+from tools.vllm_suite._gpu import GPU_TESTS, bundle
 from tools.vllm_suite._results import VariantResult, exclusions, failures, read_junit, table
 from tools.vllm_suite._trees import RECIPE, migrated_tree, overlay
 
@@ -71,6 +73,13 @@ def _report(cache: Path, paths: Sequence[str], argv: Sequence[str]) -> str:
     order = [(t, tr, m) for t in TORCH_VERSIONS for tr in TREES for m in MODES]
     found = [cache / "results" / f"{t}-{tr}-{m}.json" for t, tr, m in order]
     results = [VariantResult.load(p) for p in found if p.is_file()]
+    gpu = []
+    for tree in TREES:
+        xml = cache / "results" / f"h200-{tree}.xml"
+        if xml.is_file():
+            r = VariantResult(f"H200 {tree}", "bash run_gpu.sh", 0.0)
+            read_junit(xml, cache / f"vllm-{VLLM_VERSION}-sdist", GPU_TESTS, r)
+            gpu.append(r)
     _, summary, patch = migrated_tree(cache, REPO)
     changed = sorted({line[6:] for line in patch.splitlines() if line.startswith("+++ b/")})
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -91,6 +100,20 @@ def _report(cache: Path, paths: Sequence[str], argv: Sequence[str]) -> str:
         table(results, paths),
         "",
         "Seconds per run: " + ", ".join(f"{r.variant} {r.seconds:.0f}" for r in results) + ".",
+        "",
+        "## CUDA (H200)",
+        "",
+        "`python -m tools.vllm_suite --gpu-bundle DIR` writes the folder run there "
+        "(`bash run_gpu.sh`; its JUnit files go to `<cache>/results/h200-<tree>.xml`). "
+        "The H200 has torch 2.11 and triton 3.6 and no vLLM: vLLM 0.33.0 pins torch 2.14.0 "
+        "and ~90 packages, so it cannot be imported whole there. The two Mamba kernel test "
+        "files run unchanged against vLLM's own `v1/worker/mamba_utils.py` and "
+        "`model_executor/layers/mamba/mamba_utils.py` (shipped, then migrated), executed "
+        "with `tools/vllm_stand_ins.py` for the configuration modules they import "
+        "(`tools/vllm_suite/pytest_vllm_stand_ins.py`); vLLM's root conftest is not "
+        "carried.",
+        "",
+        table(gpu, GPU_TESTS) if gpu else "(not run)",
         "",
         "## Failed tests",
         "",
@@ -125,7 +148,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks/results/vllm_suite.md")
     parser.add_argument("--report-only", action="store_true",
                         help="write the table from the results already in the cache")
+    parser.add_argument("--gpu-bundle", type=Path,
+                        help="write the folder for the CUDA half to this path and stop")
     args = parser.parse_args(args_in)
+    if args.gpu_bundle is not None:
+        tests = sdist_tree(args.cache, venv(args.cache, TORCH_VERSIONS[0], REPO))
+        migrated, _, _ = migrated_tree(args.cache, REPO)
+        bundle(args.gpu_bundle, tests, migrated, REPO)
+        return 0
     paths = [p for p in TEST_PATHS if not args.path or p in args.path]
     cache: Path = args.cache
     if not args.report_only:

@@ -65,7 +65,7 @@ class SuiteError(RuntimeError):
 
 
 def run(cmd: Sequence[str | Path], env: Mapping[str, str] | None = None, cwd: Path | None = None) -> str:
-    """Run ``cmd``; its stdout; :class:`SuiteError` with the tail of its output on failure."""
+    """Run ``cmd``; its output (stdout, then stderr); :class:`SuiteError` (its tail) on failure."""
     done = subprocess.run(
         [str(c) for c in cmd], capture_output=True, text=True, check=False, cwd=cwd,
         env=None if env is None else {**os.environ, **env},
@@ -73,7 +73,7 @@ def run(cmd: Sequence[str | Path], env: Mapping[str, str] | None = None, cwd: Pa
     if done.returncode != 0:
         raise SuiteError(f"`{' '.join(map(str, cmd))}` exited {done.returncode}:\n"
                          f"{(done.stdout + done.stderr)[-3000:]}")
-    return done.stdout
+    return done.stdout + done.stderr
 
 
 def venv(cache: Path, torch_version: str, devptr_root: Path) -> Path:
