@@ -90,7 +90,7 @@ def venv(cache: Path, torch_version: str, devptr_root: Path) -> Path:
     marker = root / "devptr-suite.key"
     if not (marker.is_file() and marker.read_text() == key):
         run([sys.executable, "-m", "venv", "--clear", root])
-        pip = [python, "-m", "pip", "install", "-q"]
+        pip: list[str | Path] = [python, "-m", "pip", "install", "-q"]
         run([*pip, f"torch=={torch_version}", *PINNED])
         run([*pip, "--no-deps", wheel])
         marker.write_text(key)

@@ -41,9 +41,8 @@ def test_id(tree: Path, classname: str, name: str) -> str:
 
 
 def read_junit(xml: Path, tree: Path, paths: Sequence[str], result: VariantResult) -> None:
-    """Count ``xml``'s test cases into ``result`` under the entry of ``paths`` holding each."""
-    for path in paths:
-        result.counts.setdefault(path, dict.fromkeys(OUTCOMES, 0))
+    """Count ``xml``'s test cases into ``result`` under the entry of ``paths`` holding each
+    (an entry no test ran under stays absent: ``-`` in the table)."""
     for case in ET.parse(xml).getroot().iter("testcase"):
         tid = test_id(tree, case.get("classname", ""), case.get("name", ""))
         owner = next((p for p in paths if tid.startswith(p.rstrip("/"))), None)
@@ -60,7 +59,7 @@ def read_junit(xml: Path, tree: Path, paths: Sequence[str], result: VariantResul
             outcome = "skipped"
         else:
             outcome = "passed"
-        result.counts[owner][outcome] += 1
+        result.counts.setdefault(owner, dict.fromkeys(OUTCOMES, 0))[outcome] += 1
 
 
 def table(results: Iterable[VariantResult], paths: Sequence[str]) -> str:
