@@ -69,6 +69,25 @@ def _run_variant(
     return result
 
 
+NOTES: Final = ""
+"""What the table means beyond its numbers (kept with the generator, so a rerun keeps it)."""
+
+
+def _paths_of(command: str) -> str:
+    """The test paths and options of a recorded pytest command, without the deselections."""
+    words = shlex.split(command)
+    kept: list[str] = []
+    skip = False
+    for w in words:
+        if skip:
+            skip = False
+        elif w == "--deselect":
+            skip = True
+        elif not w.startswith("--junitxml"):
+            kept.append(w)
+    return shlex.join(kept)
+
+
 def _report(cache: Path, paths: Sequence[str], argv: Sequence[str]) -> str:
     order = [(t, tr, m) for t in TORCH_VERSIONS for tr in TREES for m in MODES]
     found = [cache / "results" / f"{t}-{tr}-{m}.json" for t, tr, m in order]
@@ -99,7 +118,12 @@ def _report(cache: Path, paths: Sequence[str], argv: Sequence[str]) -> str:
         "",
         table(results, paths),
         "",
-        "Seconds per run: " + ", ".join(f"{r.variant} {r.seconds:.0f}" for r in results) + ".",
+        "Runs (the pytest command of each, run in the sdist's root; a `-` cell: that path "
+        "was not part of the run):",
+        "",
+        *[f"- {r.variant} ({r.seconds:.0f} s): `{_paths_of(r.command)}`" for r in results],
+        "",
+        NOTES,
         "",
         "## CUDA (H200)",
         "",
