@@ -136,8 +136,10 @@ def _report(cache: Path, paths: Sequence[str], argv: Sequence[str]) -> str:
     return "\n".join([
         "# vLLM 0.33.0's own tests: shipped vs migrated by `devptr migrate`",
         "",
-        f"Command: `python -m tools.vllm_suite {shlex.join(argv)}` (date {now}; machine: "
-        f"{machine}; CPU only, `VLLM_TARGET_DEVICE=cpu`).",
+        f"Written by `python -m tools.vllm_suite {shlex.join(argv)}` (date {now}; machine: "
+        f"{machine}, shared with other jobs; CPU only, `VLLM_TARGET_DEVICE=cpu`) from the "
+        "runs listed under the table, each made by `python -m tools.vllm_suite` with "
+        "`--torch`, `--mode` and (for the high runs) `--path` selecting it.",
         "",
         "Each cell is passed / failed / skipped. *shipped* is vLLM 0.33.0's wheel; *migrated* "
         f"is the same sources after `devptr migrate vllm {' '.join(RECIPE)}` (the adopter "
@@ -165,7 +167,16 @@ def _report(cache: Path, paths: Sequence[str], argv: Sequence[str]) -> str:
         "`model_executor/layers/mamba/mamba_utils.py` (shipped, then migrated), executed "
         "with `tools/vllm_stand_ins.py` for the configuration modules they import "
         "(`tools/vllm_suite/pytest_vllm_stand_ins.py`); vLLM's root conftest is not "
-        "carried.",
+        "carried. Last run: 2026-12-01 22:20 UTC, one NVIDIA H200 (driver 580.159.04), "
+        "torch 2.11.0+cu130, triton 3.6.0, pytest 9.1.1 (shipped 18.6 s, migrated 14.8 s).",
+        "",
+        "Not runnable there, and why: the 36 CUDA tests of `test_mamba_utils.py` build "
+        "`BlockTables` and `MambaHybridModelState` (vLLM's config, scheduler and model-state "
+        "packages: the whole import graph); the EC worker's accelerator tests need "
+        "`vllm._custom_ops.swap_blocks_batch` (vLLM's `_C` extension, built against torch "
+        "2.14.0, does not load on 2.11) and vLLM's config; `test_minimax_reduce_rms.py` needs "
+        "`torch.ops._C.minimax_allreduce_rms_qk` (the same extension) and several GPUs for "
+        "most cases.",
         "",
         table(gpu, GPU_TESTS) if gpu else "(not run)",
         "",
