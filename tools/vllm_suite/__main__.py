@@ -82,7 +82,11 @@ NOTES: Final = """## What the table shows
   as shipped, `test_save_path_delegates_transfer_submission` and
   `test_load_path_delegates_transfer_submission` (EC worker) fail with numpy's
   `OverflowError: Python int too large to convert to C long` (int64 address arithmetic,
-  `dst_base + first_blocks * block_size`); migrated (`devptr.addresses`) they pass.
+  `dst_base + first_blocks * block_size`); migrated (`devptr.addresses`) they pass. The
+  high runs recorded here cover the paths that reach address code (the EC tests under
+  `cpu/`, the Mamba utils, precopy); the rest of `tests/v1/ec_connector/unit/` (proxy,
+  registry, scheduler tests) and the two kernel files that skip entirely on CPU were left
+  out for time on the shared 2-core machine: `--mode high` without `--path` runs them.
 - **Tests that compare raw addresses by value**, which fail under high addresses on both
   trees and are not a migration defect:
   `tests/v1/worker/test_mamba_utils.py::test_gpu_context_ignores_auxiliary_cache_tensors`
