@@ -16,7 +16,7 @@ destination arena poisoned first) before it is timed:
 - ``devptr before``: the segment kernel of another tree's ``devptr/kernels/_copy_jit.py``
   (``--before-jit``, e.g. main's; launched with the same grid and step);
 - ``vLLM batch_memcpy_kernel``: vLLM 0.33.0's generic kernel, its source read at run time
-  from the wheel (``--vllm-file`` or :func:`tools.vllm_ref.vllm_source_root`);
+  from the wheel (``--vllm-file`` or :func:`tools.wheel_sources.vllm_source_root`);
 - ``contiguous``: one ``copy_`` of the same number of bytes.
 
 Timing: ``triton.testing.do_bench`` (L2 flushed before each call), variants taking turns

@@ -11,7 +11,7 @@ Compared in the same run, on the same tensors and block tables:
 
 - ``precopy_mamba_align_fused_kernel`` of vLLM 0.33.0, its source text read at run time from
   the wheel's ``vllm/v1/worker/mamba_utils.py`` (``--vllm-file``, or
-  :func:`tools.vllm_ref.vllm_source_root`), launched as ``run_fused_precopy`` launches it
+  :func:`tools.wheel_sources.vllm_source_root`), launched as ``run_fused_precopy`` launches it
   (grid ``(R, states, 16)``, ``COPY_BLOCK_SIZE=1024``) on vLLM-built int64 tables;
 - ``devptr.kernels.copy_state_blocks`` with the launcher's defaults for this batch
   (:func:`devptr.kernels.state_copy_config`), and a sweep of its knobs (tiles, step bytes,

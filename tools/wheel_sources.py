@@ -81,14 +81,14 @@ def is_complete(root: Path, name: str = "vllm") -> bool:
     return bool(wanted) and all((root / w).is_file() for w in wanted)
 
 
-def download(name: str, dest: Path) -> None:
-    """``pip download --no-deps`` the wheel of ``TREES[name]`` into ``dest`` and unzip its
-    package sources and ``.dist-info`` there (a wheel already in ``dest`` is reused)."""
+def wheel(name: str, dest: Path | None = None) -> Path:
+    """The wheel of ``TREES[name]`` in ``dest`` (default ``<cache>/wheels``), fetched with
+    ``pip download --no-deps`` once and kept (``tools.vllm_suite`` installs it)."""
     tree = TREES[name]
+    dest = cache_root() / "wheels" if dest is None else dest
     dest.mkdir(parents=True, exist_ok=True)
     wheels = sorted(dest.glob(f"{tree.dist}-{tree.version}-*.whl"))
-    fetched = not wheels
-    if fetched:
+    if not wheels:
         cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", tree.requirement,
                "-d", str(dest)]
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -97,14 +97,23 @@ def download(name: str, dest: Path) -> None:
         wheels = sorted(dest.glob(f"{tree.dist}-{tree.version}-*.whl"))
     if not wheels:
         raise SourceTreeError(f"pip download produced no {tree.requirement} wheel in {dest}")
-    with zipfile.ZipFile(wheels[0]) as zf:
+    return wheels[0]
+
+
+def download(name: str, dest: Path) -> None:
+    """Unzip the package sources and ``.dist-info`` of ``TREES[name]``'s wheel into ``dest``
+    (a wheel already in ``dest`` is reused; one fetched here is deleted afterwards)."""
+    tree = TREES[name]
+    fetched = not any(dest.glob(f"{tree.dist}-{tree.version}-*.whl"))
+    path = wheel(name, dest)
+    with zipfile.ZipFile(path) as zf:
         members = [
             m for m in zf.namelist()
             if (m.startswith(f"{tree.package}/") and m.endswith(".py")) or ".dist-info/" in m
         ]
         zf.extractall(dest, members)
     if fetched:
-        wheels[0].unlink()  # the sources are what is used (vLLM: 57 MB of 378 MB)
+        path.unlink()  # the sources are what is used (vLLM: 57 MB of 378 MB)
 
 
 def given_vllm_root() -> Path | None:

@@ -38,6 +38,7 @@ from devptr.migrate._base import (
     without_todos,
 )
 from devptr.migrate._edit import Builder, Edit
+from devptr.migrate._names import devptr_call
 from devptr.migrate._spans import SpanIndex
 
 BUILDERS: Final[dict[FixKind, Builder]] = {
@@ -127,10 +128,12 @@ def _plan(
 def _doomed_helpers(
     module: cst.Module, index: SpanIndex, edits: dict[int, tuple[Edit, Finding, bool]]
 ) -> list[tuple[int, int, int, int]]:
-    """Extents of the private or nested helper definitions whose every call is rewritten.
+    """Extents of the nested helper definitions whose every call is rewritten.
 
     Findings inside them (the spelling in the helper's own body) are left alone: the
-    definition is removed with its last call.
+    definition is removed with its last call. Module-level helpers are never removed
+    (other modules and tests may import them, private names included: vLLM's tests import
+    ``_reinterpret_u64_as_i64``); see :class:`_HelperRemover`.
     """
     calls: Counter[str] = Counter(e.helper for e, _, _ in edits.values() if e.helper)
     if not calls:
@@ -140,9 +143,7 @@ def _doomed_helpers(
     return [
         index.extent(d)
         for d in _function_defs(module)
-        if (name := d.name.value) in calls
-        and uses[name] == calls[name]
-        and (name.startswith("_") or id(d) not in top)
+        if (name := d.name.value) in calls and uses[name] == calls[name] and id(d) not in top
     ]
 
 
@@ -236,10 +237,10 @@ def _drop_unused_helpers(
     index: SpanIndex,
     stats: MigrateStats,
 ) -> cst.Module:
-    """Remove private or nested definitions of ``helpers`` that nothing calls any more.
+    """Remove nested definitions of ``helpers`` that nothing calls any more; alias the rest.
 
-    A definition is removed only when it is untouched by the run (no edit or TODO in it);
-    a public module-level one is kept with a TODO, since other modules may import it.
+    A definition is changed only when it is untouched by the run (no edit or TODO in it).
+    A module-level one is kept for importers (see :class:`_HelperRemover`).
     """
     used = _referenced_names(new)
     unused = helpers - used
@@ -286,7 +287,14 @@ def _referenced_names(tree: cst.Module) -> frozenset[str]:
 
 
 class _HelperRemover(cst.CSTTransformer):
-    """Remove the unused, untouched definitions of private or nested helpers."""
+    """Remove the unused, untouched nested helpers; make module-level ones an alias.
+
+    A module-level helper of one parameter keeps its name, signature and docstring, and
+    its body becomes ``return devptr.DevicePtr(<parameter>).signed``: a one-line alias onto
+    the convention, so code that imports it (``from vllm.v1.worker.mamba_utils import
+    _reinterpret_u64_as_i64`` in vLLM's tests) keeps working and gets the same int64 value
+    for every address. A helper of another shape is kept as it is, with a TODO.
+    """
 
     def __init__(
         self, unused: set[str], untouched: dict[str, int], stats: MigrateStats, notes: list[Note]
@@ -316,10 +324,14 @@ class _HelperRemover(cst.CSTTransformer):
         line = self._untouched.get(self._module.code_for_node(original_node))
         if line is None:
             return updated_node
-        if self._depth > 0 or name.startswith("_"):
+        if self._depth > 0:
             self._removed.add(id(original_node))
             return cst.RemovalSentinel.REMOVE
-        why = (f"public two's-complement helper {name} kept for importers; replace their "
+        aliased = _alias_body(updated_node)
+        if aliased is not None:
+            self._stats.rewrites[Rule.DP004] += 1
+            return aliased
+        why = (f"two's-complement helper {name} kept for importers; replace their "
                "calls with devptr.DevicePtr(x).signed")  # fmt: skip
         marked, inserted = with_todos(updated_node, [Note(line, 1, Rule.DP004, why)])
         for note in inserted:
@@ -342,3 +354,35 @@ class _HelperRemover(cst.CSTTransformer):
                     lines.pop(0)
                 body[0] = first.with_changes(leading_lines=lines)
         return updated_node.with_changes(body=body)
+
+
+def _alias_body(helper: cst.FunctionDef) -> cst.FunctionDef | None:
+    """``helper`` with its body replaced by ``return devptr.DevicePtr(p).signed``.
+
+    None unless it takes exactly one plain positional parameter ``p``. The docstring (a
+    leading string statement) is kept.
+    """
+    params = helper.params
+    if (
+        len(params.params) != 1
+        or params.posonly_params
+        or params.kwonly_params
+        or not isinstance(params.star_arg, cst.MaybeSentinel)
+        or params.star_kwarg is not None
+        or params.params[0].default is not None
+        or not isinstance(helper.body, cst.IndentedBlock)
+    ):
+        return None
+    value = devptr_call(("DevicePtr",), [cst.Name(params.params[0].name.value)])
+    ret = cst.SimpleStatementLine([cst.Return(cst.Attribute(value=value, attr=cst.Name("signed")))])
+    body: list[cst.BaseStatement] = []
+    first = helper.body.body[0] if helper.body.body else None
+    if (
+        isinstance(first, cst.SimpleStatementLine)
+        and len(first.body) == 1
+        and isinstance(first.body[0], cst.Expr)
+        and isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    ):
+        body.append(first)
+    body.append(ret)
+    return helper.with_changes(body=helper.body.with_changes(body=body))

@@ -6,8 +6,10 @@ complement), ``ctypes.c_int64(p).value`` and inline ``p if p < (1 << 63) else p 
 ``devptr.DevicePtr(p).signed`` (``devptr.DevicePtr.of(t).signed`` for ``t.data_ptr()``):
 the same int64 value for every address, and a clear error for values outside
 ``[0, 2**64)``, which the spelling passed through silently. A helper definition left
-without references is removed when private (leading underscore) or nested in a function,
-and untouched; a public one is kept with a TODO, because other modules may import it. An
+without references is removed when nested in a function; a module-level one (private
+names too: other modules and tests may import it, as vLLM's tests import
+``_reinterpret_u64_as_i64``) stays, its body a one-line alias ``return
+devptr.DevicePtr(value).signed`` (a helper of another shape is kept with a TODO). An
 ``import ctypes`` left unused is removed.
 
 A correct two's complement changes no bits, so DP004 is a convention rule. The engine says

@@ -54,6 +54,21 @@ def test_unknown_backend(monkeypatch: pytest.MonkeyPatch) -> None:
         encoding_for(3)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("name", ["", "tpu", "npu", "musa"])
+def test_unknown_backend_with_default(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # vLLM's platforms report these; a per-platform branch gave them int64, and so does
+    # encoding_for(..., default=...) instead of raising at import time.
+    monkeypatch.delenv("DEVPTR_ENCODING", raising=False)
+    assert encoding_for(name, default=Encoding.I64) is Encoding.I64
+    assert encoding_for(name, default=Encoding.U64) is Encoding.U64
+    assert encoding_for("xpu", default=Encoding.I64) is Encoding.U64  # known: the table
+    assert encoding_for("cuda", default=Encoding.U64) is Encoding.I64
+    with encoding_environment("U64"):
+        assert encoding_for(name, default=Encoding.I64) is Encoding.U64
+    with pytest.raises(PtrTypeError, match="an Encoding default"):
+        encoding_for(name, default="I64")  # type: ignore[arg-type]
+
+
 def test_register_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DEVPTR_ENCODING", raising=False)
     register_backend("mybackend_u", Encoding.U64)

@@ -145,12 +145,20 @@ def test_dp001_torch_scalar_store_with_null() -> None:
 
 def test_dp004_helper_before_a_store_int64_and_uint64() -> None:
     # The helper's value fits int64, so the int64 store is no DP001 defect; the helper call
-    # is a DP004 (convention) fix, and the helper goes away with its last call.
+    # is a DP004 (convention) fix, and the helper stays as a one-line alias for importers
+    # (vLLM's tests import it).
     assert not migrate_source(textwrap.dedent(SPEC_DECODE_STORE), rules=[Rule.DP001]).changed
     before, after, new = _forms(SPEC_DECODE_STORE, Rule.DP004)
     assert "self.block_table_ptrs[i] = devptr.DevicePtr.of(bt).signed" in new
-    assert "_reinterpret_u64_as_i64" not in new
+    assert "    return devptr.DevicePtr(value).signed" in new
     _assert_kept(before["run"], after["run"], _same, None)
+    # what vLLM's test_reinterpret_u64_as_i64_preserves_pointer_bits asks of the helper
+    edges = [0, 1, (1 << 63) - 1, 1 << 63, (1 << 63) + 1234, (1 << 64) - 1]
+    for form in (before, after):
+        table = torch.zeros(len(edges), dtype=torch.int64)
+        for i, p in enumerate(edges):
+            table[i] = form["_reinterpret_u64_as_i64"](p)
+        assert table_bits(table) == edges
     # uint64 table: the signed value is rejected by torch 2.14's setitem, before and after
     high = _fakes(HIGH_ADDRESSES)
     for form in (before, after):

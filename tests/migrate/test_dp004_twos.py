@@ -1,4 +1,3 @@
-# ruff: noqa: E501 - expected outputs hold the long lines and TODO comments the codemod writes
 """DP004: before/after pairs, no-ops and TODOs for the two's-complement codemod."""
 
 from __future__ import annotations
@@ -66,10 +65,13 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
         """
         self.assertCodemod(before, after, unsafe_fixes=True)
 
-    def test_module_helper_removed_when_unused(self) -> None:
+    def test_module_helper_kept_as_alias(self) -> None:
+        # vLLM's tests import this private helper: it stays, as a one-line alias onto the
+        # convention (docstring and signature kept), and its callers use devptr directly.
         before = """
             def _reinterpret_u64_as_i64(value: int) -> int:
                 \"\"\"Keep the bits.\"\"\"
+                # comment that goes with the old body
                 return value if value < (1 << 63) else value - (1 << 64)
 
 
@@ -78,6 +80,10 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
         """
         after = """
             import devptr
+
+            def _reinterpret_u64_as_i64(value: int) -> int:
+                \"\"\"Keep the bits.\"\"\"
+                return devptr.DevicePtr(value).signed
 
 
             def use(t):
@@ -93,7 +99,7 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
         """
         self.assertCodemod(code, code)
 
-    def test_public_helper_kept_with_todo(self) -> None:
+    def test_public_helper_kept_as_alias(self) -> None:
         before = """
             def to_signed(v):
                 return v if v < (1 << 63) else v - (1 << 64)
@@ -103,9 +109,8 @@ class TestTwosComplementRewrites(TwiceCodemodTest):
         after = """
             import devptr
 
-            # TODO[devptr]: DP004 public two's-complement helper to_signed kept for importers; replace their calls with devptr.DevicePtr(x).signed
             def to_signed(v):
-                return v if v < (1 << 63) else v - (1 << 64)
+                return devptr.DevicePtr(v).signed
 
             x = devptr.DevicePtr(addr).signed
         """

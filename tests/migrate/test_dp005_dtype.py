@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - expected outputs hold the long lines the codemod writes
 
 """DP005: before/after pairs, no-ops and TODOs for the platform-dtype codemod."""
 
@@ -25,7 +26,7 @@ class TestPlatformDtypeRewrites(TwiceCodemodTest):
             import devptr
 
             # CUDA wants int64, XPU uint64
-            _PTR_DTYPE = devptr.encoding_for(current_platform.device_type).torch_dtype
+            _PTR_DTYPE = devptr.encoding_for(current_platform.device_type, default=devptr.Encoding.I64).torch_dtype
         """
         self.assertCodemod(before, after, unsafe_fixes=True)
 
@@ -43,9 +44,9 @@ class TestPlatformDtypeRewrites(TwiceCodemodTest):
             import torch
             import devptr
 
-            a = devptr.encoding_for(platform.device_type).numpy_dtype
-            b = devptr.encoding_for(dev.type).torch_dtype
-            c = devptr.encoding_for(t.device.type).torch_dtype
+            a = devptr.encoding_for(platform.device_type, default=devptr.Encoding.I64).numpy_dtype
+            b = devptr.encoding_for(dev.type, default=devptr.Encoding.I64).torch_dtype
+            c = devptr.encoding_for(t.device.type, default=devptr.Encoding.I64).torch_dtype
         """
         self.assertCodemod(before, after, unsafe_fixes=True)
 
@@ -67,7 +68,7 @@ class TestPlatformDtypeRewrites(TwiceCodemodTest):
 
             def new_buffers(n):
                 # pick the pointer dtype
-                ptr_dtype = devptr.encoding_for(current_platform.device_type).torch_dtype
+                ptr_dtype = devptr.encoding_for(current_platform.device_type, default=devptr.Encoding.I64).torch_dtype
                 return torch.empty(n, dtype=ptr_dtype)
         """
         self.assertCodemod(before, after, unsafe_fixes=True)

@@ -18,7 +18,7 @@ import torch
 
 from devptr.lint.rules import Rule
 from devptr.migrate import Outcome, migrate_source
-from devptr.testing import HIGH_ADDRESSES, FakeTensor, table_bits
+from devptr.testing import HIGH_ADDRESSES, FakeTensor, encoding_environment, table_bits
 
 
 def _migrate(code: str, **options: Any) -> Outcome:
@@ -92,11 +92,14 @@ def test_dtype_branch_is_convention_and_unsafe() -> None:
         assert _run(applied.new, "ptr_dtype", platform) == _run(
             textwrap.dedent(DTYPE_BRANCH), "ptr_dtype", platform
         )
-    for unknown in ("", "tpu", "musa"):  # why the fix is unsafe
+    for unknown in ("", "tpu", "musa"):  # device types vLLM has: the branch's int64, no error
         platform = _Platform(unknown)
         assert _run(textwrap.dedent(DTYPE_BRANCH), "ptr_dtype", platform) is torch.int64
-        with pytest.raises(ValueError, match="unknown backend"):
-            _run(applied.new, "ptr_dtype", platform)
+        assert _run(applied.new, "ptr_dtype", platform) is torch.int64
+    with encoding_environment("U64"):  # why the fix is unsafe: it follows DEVPTR_ENCODING
+        platform = _Platform("cuda")
+        assert _run(textwrap.dedent(DTYPE_BRANCH), "ptr_dtype", platform) is torch.int64
+        assert _run(applied.new, "ptr_dtype", platform) is torch.uint64
 
 
 BROADCAST = """

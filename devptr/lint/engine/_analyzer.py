@@ -421,8 +421,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
         if target is not None:
             spans.append(("target", self._span(target)))
         return Fix(FixKind.DTYPE_BRANCH, "unsafe", tuple(spans),
-                   "encoding_for() raises for device types it does not know, where "
-                   "the branch gave int64", (("dtype_attr", f"{lib}_dtype"),))
+                   "encoding_for() follows DEVPTR_ENCODING and register_backend(), which "
+                   "the branch ignored", (("dtype_attr", f"{lib}_dtype"),))
 
     # ------------------------------------------------------------- summaries
 
