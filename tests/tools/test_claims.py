@@ -23,10 +23,6 @@ DOCS = claim_documents(ROOT)
 BACKLOG: frozenset[Path] = frozenset(
     Path(p)
     for p in (
-        # README's install and test-cost measurements (merged from h/newuser on 2026-12-01:
-        # venv sizes and times, test-run CPU-seconds, wheel sizes) state their date and machine
-        # inline but have no results file to link yet; README was fully traced before.
-        "README.md",
         "docs/ec_connector.md",
         "docs/kernels.md",
         "docs/lamport.md",
