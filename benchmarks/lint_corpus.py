@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._harness import header
-from benchmarks.vllm_tree import vllm_source_tree
+from tools.wheel_sources import vllm_source_root
 
 
 @dataclass(frozen=True)
@@ -217,7 +217,7 @@ def _unpack(archive: Path, dest: Path) -> None:
 def tree_root(tree: Tree, git_mirrors: Path | None = None) -> Path:
     """The unpacked tree (downloaded on first use)."""
     if tree.name == "vllm":
-        return vllm_source_tree()
+        return vllm_source_root()
     dest = _cache() / f"{tree.name}-{tree.version[:12]}"
     done = dest / ".unpacked"
     if done.exists():
