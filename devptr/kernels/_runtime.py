@@ -40,7 +40,7 @@ def jit_module(name: str) -> ModuleType:
         import triton  # noqa: F401
     except ImportError as exc:
         raise TritonUnavailableError(
-            "devptr.kernels needs Triton (pip install 'devptr[kernels]'); "
+            "devptr.kernels needs Triton (pip install 'triton>=3.6,<3.10', devptr's kernels extra); "
             f"importing it failed: {exc}"
         ) from None
     mod = importlib.import_module(f"devptr.kernels.{name}")

@@ -110,7 +110,11 @@ def load_config(pyproject: Path | None) -> Config:
     """Read ``[tool.devptr]`` from *pyproject* (defaults when None or absent)."""
     if pyproject is None:
         return Config()
-    table = load_toml(pyproject).get("tool", {}).get("devptr", {})
+    try:
+        data = load_toml(pyproject)
+    except ValueError as exc:  # tomllib.TOMLDecodeError
+        raise ConfigError(f"{pyproject}: not valid TOML ({exc})") from None
+    table = data.get("tool", {}).get("devptr", {})
     if not isinstance(table, dict):
         raise ConfigError("[tool.devptr] must be a table")
     unknown = set(table) - {"select", "ignore", "exclude"}

@@ -237,6 +237,15 @@ def test_bad_configuration_exits_2(tmp_path: Path, table: str) -> None:
     assert result.exit_code == 2
 
 
+@pytest.mark.parametrize("command", ["check", "migrate"])
+def test_malformed_pyproject_is_one_line_and_exit_2(tmp_path: Path, command: str) -> None:
+    pkg = _project(tmp_path, 'select = ["DP001"')  # an unclosed array: not TOML
+    result = runner.invoke(app, [command, str(pkg)])
+    assert result.exit_code == 2
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "not valid TOML" in result.output + (result.stderr if result.stderr_bytes else "")
+
+
 def test_missing_path_exits_2(tmp_path: Path) -> None:
     assert runner.invoke(app, ["check", str(tmp_path / "nope")]).exit_code == 2
 
