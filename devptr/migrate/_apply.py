@@ -11,7 +11,7 @@ For each finding of the selected rules (see :func:`apply_findings`):
   ``unsafe_reason``.
 
 All edits and comments are made in one pass over the input tree. Recognition and the
-safety decision are the engine's (:mod:`devptr.lint.engine`); nothing here re-derives them.
+safety decision are the rule units' (:mod:`devptr.lint.engine.rules`); nothing here re-derives them.
 """
 
 from __future__ import annotations
