@@ -82,6 +82,23 @@ _FILL_VALUE_ARG: Final = {"fill_": 0, "fill": 0, "index_fill_": 2}
 """Methods of :data:`~devptr.lint.catalogue.STORE_METHODS` that fill an array with one
 value, and the position of that value (``t.index_fill_(dim, index, value)``)."""
 
+_CATALOGUED: Final = frozenset().union(
+    cat.DEVPTR_CONSTRUCTORS, cat.DEVPTR_SINKS, cat.TABLE_SINKS, cat.ALLOCATORS, cat.OUT_UFUNCS,
+    cat.MAPPING_CONSTRUCTORS, cat.ADDRESS_FUNCTIONS, cat.ADDRESS_PAIR_FUNCTIONS,
+    cat.HOST_ADDRESS_FUNCTIONS, cat.VOID_POINTER_TYPES, cat.SIGNED_ENCODERS, {
+        "DevicePtr", "torch.from_numpy", "numpy.copyto", "ctypes.cast", "numpy.uint64",
+        "numpy.ulonglong", "struct.unpack",
+    },
+)
+"""Every qualified name :meth:`Evaluator._catalogued_call` or :meth:`~Evaluator._conversion_call`
+tests for (with :data:`_CATALOGUED_BASES` and the ``DevicePtr`` suffixes): a call of any
+other name goes straight to :meth:`~Evaluator._helper_call`."""
+
+_CATALOGUED_BASES: Final = frozenset(cat.ADDRESS_FUNCTION_SUFFIXES).union({
+    "defaultdict", "OrderedDict", "int", "list", "tuple", "sorted", "reversed", "map",
+})
+_DEVPTR_SUFFIXES: Final = ("DevicePtr.of", "DevicePtr.from_signed")
+
 _PARAM_SINK_RULES: Final = (Rule.DP001, Rule.DP002, Rule.DP006, Rule.DP008)
 """The rules a suppression on a helper's sink covers for the helper's callers."""
 
@@ -161,15 +178,6 @@ class Evaluator:
         self._base_names: frozenset[str] | None = None
         self._evaluated: tuple[ast.Call, list[Val | None], list[Val | None]] | None = None
         """The call whose arguments :meth:`_args_kw` evaluated last, with their values."""
-        self._other: dict[type[ast.AST], Callable[[Any, Scope], Val | None]] = {
-            ast.Compare: self._compare, ast.UnaryOp: self._unary, ast.IfExp: self._ifexp,
-            ast.ListComp: self._comprehension, ast.GeneratorExp: self._comprehension,
-            ast.SetComp: self._comprehension, ast.DictComp: self._dictcomp,
-            ast.List: self._display, ast.Tuple: self._display, ast.Set: self._display,
-            ast.Dict: self._dict, ast.Lambda: self._lambda, ast.Starred: self._wrapped,
-            ast.Await: self._wrapped, ast.NamedExpr: self._namedexpr, ast.BoolOp: self._boolop,
-        }
-        """The handlers of the expressions :meth:`eval` does not test for first."""
 
     # ----------------------------------------------------------------- driver
 
@@ -771,9 +779,9 @@ class Evaluator:
             return self._binop(node, scope)
         if isinstance(node, ast.Subscript):
             return self._subscript(node, scope)
-        handler = self._other.get(type(node))
+        handler = _OTHER_EXPRESSIONS.get(type(node))
         if handler is not None:
-            return handler(node, scope)
+            return handler(self, node, scope)
         return self._children(node, scope)
 
     def _children(self, node: ast.expr, scope: Scope) -> Val | None:
@@ -1104,12 +1112,15 @@ class Evaluator:
             if name is None:
                 self.eval(func, scope)
                 return self._ctypes_array(node, func, vals, scope)
-        known, val = self._catalogued_call(node, name, vals, scope)
-        if known:
-            return val
-        known, val = self._conversion_call(node, name, vals)
-        if known:
-            return val
+        if name in _CATALOGUED or name.rpartition(".")[2] in _CATALOGUED_BASES or name.endswith(
+            _DEVPTR_SUFFIXES
+        ):
+            known, val = self._catalogued_call(node, name, vals, scope)
+            if known:
+                return val
+            known, val = self._conversion_call(node, name, vals)
+            if known:
+                return val
         return self._helper_call(node, name, vals, kws, scope)
 
     def _catalogued_call(
@@ -1118,9 +1129,7 @@ class Evaluator:
         """A call of a catalogue name (constructors, sinks, allocators, sources): whether
         *name* is one, and the value."""
         base = name.rpartition(".")[2]
-        if name in cat.DEVPTR_CONSTRUCTORS or name == "DevicePtr" or name.endswith(
-            ("DevicePtr.of", "DevicePtr.from_signed")
-        ):
+        if name in cat.DEVPTR_CONSTRUCTORS or name == "DevicePtr" or name.endswith(_DEVPTR_SUFFIXES):
             return True, DEVPTR
         if name in cat.DEVPTR_SINKS:
             return True, None
@@ -1439,5 +1448,18 @@ class Evaluator:
             return recv
         return None
 
+
+_OTHER_EXPRESSIONS: Final[dict[type[ast.AST], Callable[[Evaluator, Any, Scope], Val | None]]] = {
+    ast.Compare: Evaluator._compare, ast.UnaryOp: Evaluator._unary, ast.IfExp: Evaluator._ifexp,
+    ast.ListComp: Evaluator._comprehension, ast.GeneratorExp: Evaluator._comprehension,
+    ast.SetComp: Evaluator._comprehension, ast.DictComp: Evaluator._dictcomp,
+    ast.List: Evaluator._display, ast.Tuple: Evaluator._display, ast.Set: Evaluator._display,
+    ast.Dict: Evaluator._dict, ast.Lambda: Evaluator._lambda, ast.Starred: Evaluator._wrapped,
+    ast.Await: Evaluator._wrapped, ast.NamedExpr: Evaluator._namedexpr,
+    ast.BoolOp: Evaluator._boolop,
+}
+"""The handlers of the expressions :meth:`Evaluator.eval` does not test for first (a
+module-level table of functions: bound methods kept on the instance would make every
+evaluator a reference cycle, freed only by the cyclic collector, with its tree)."""
 
 __all__ = ["ADDR", "Emitted", "Evaluator"]
