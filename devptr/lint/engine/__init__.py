@@ -10,6 +10,11 @@ the table sinks, knowing which values are already encoded (``DevicePtr.signed``,
 two's-complement helper). Each :class:`Finding` has the rule, its category, the span of
 the offending expression as written, and a :class:`Fix` when a mechanical rewrite exists.
 
+Layout: one evaluator (:class:`devptr.lint.engine._evaluator.Evaluator`) decides what a
+site is and what flows where; one unit per rule (:mod:`devptr.lint.engine.rules`,
+``dp001_store`` ... ``dp008_host``) decides which sites are its own, the message, the fix
+and its safety. Only the selected units are asked.
+
 Entry points: :func:`analyze_source` (one module), :func:`analyze_paths` (a tree, with a
 :class:`ProjectIndex` built in a first pass) and :func:`iter_python_files` (the one file
 walker, honouring ``[tool.devptr] exclude``).
