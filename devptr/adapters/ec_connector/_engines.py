@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import importlib
 import logging
 import math
@@ -61,8 +62,8 @@ CALIBRATION_BLOCKS: tuple[int, ...] = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1
 """Block sizes :func:`calibrate` times by default."""
 CALIBRATION_BYTES = 32 * 1024 * KIB
 """Bytes per timed batch in :func:`calibrate`."""
-LARGE_BLOCK = 64 * KIB
-"""From this block size up :func:`calibrate` times batches of four times its ``total``."""
+CALIBRATION_BATCHES = 4
+"""Batches :func:`calibrate` runs back to back per timed sample (the steady state of a loop)."""
 CALIBRATION_STREAMS: tuple[int, ...] = (2, 4)
 """Stream counts :func:`calibrate` times the copy engines on, besides one stream."""
 
@@ -459,19 +460,23 @@ def calibrate(
     total: int = CALIBRATION_BYTES,
     repeat: int = 3,
     streams: Sequence[int] = CALIBRATION_STREAMS,
+    batches: int = CALIBRATION_BATCHES,
 ) -> Crossovers:
     """Time the SM kernel and the copy engines on scratch buffers of ``device``; keep the result.
 
     For each direction and block size, one batch of ``total`` bytes in blocks of that size
-    (``4 * total`` from :data:`LARGE_BLOCK` up: with only a few hundred large blocks, the
-    fixed costs of a call weigh more than in the batches where the engines cross, and the
-    copy engines' share of them, about 1 us of host time per descriptor in the runtime's
-    batched call, was under-rated: 42 vs 54 GB/s at 64 KiB on an H200)
+    timed ``batches`` at a time back to back, as a running engine issues them (the copy
+    engines' batched call takes about 1 us of host time per descriptor and returns once it
+    queued them all; timed one call at a time, that host time is all exposed, and in the
+    steady state of a loop it overlaps the previous batch's copies: on an H200 the copy
+    engines on four streams measured 49-51 GB/s at 64-256 KiB one call at a time, 52-55
+    back to back, where the SM kernel moves 51-52)
     (block ``perm[i]`` to block ``i``), each engine ``repeat`` times after a warm-up, on a
     side stream (CUDA events; the median counts): the SM kernel, the copy engines on one
     stream and on each of ``streams`` streams (row keys ``"copy_engine x2"`` ...), and
-    ``split``. Synchronises the device; allocates
-    ``4 * total`` bytes of device memory (twice) and of pinned host memory (once), freed on
+    ``split`` (the last two only where the copy engines on one stream reach half the SM
+    kernel's rate: elsewhere they cannot win). Synchronises the device; allocates
+    ``total`` bytes of device memory (twice) and of pinned host memory (once), freed on
     return. Call it outside CUDA-graph capture; :func:`choose` calls it on first use.
     """
     dev = torch.device("cuda") if device is None else torch.device(device)
@@ -482,10 +487,9 @@ def calibrate(
     ce = copy_engine_name()
     side = _cuda.Stream(dev)
     with torch.cuda.device(dev), torch.cuda.stream(side):
-        room = 4 * total if max(block_sizes, default=0) >= LARGE_BLOCK else total
-        a = torch.empty(room, dtype=torch.uint8, device=dev)
-        b = torch.empty(room, dtype=torch.uint8, device=dev)
-        h = torch.empty(room, dtype=torch.uint8, pin_memory=True)
+        a = torch.empty(total, dtype=torch.uint8, device=dev)
+        b = torch.empty(total, dtype=torch.uint8, device=dev)
+        h = torch.empty(total, dtype=torch.uint8, pin_memory=True)
         ends = {"H": h, "D": a}
         for direc in directions:
             src_mem = ends[direc[0]]
@@ -495,14 +499,15 @@ def calibrate(
             table: dict[int, dict[str, float]] = {}
             fracs: dict[int, float] = {}
             for bs in block_sizes:
-                n = max(1, (4 * total if bs >= LARGE_BLOCK else total) // bs)
+                n = max(1, total // bs)
                 perm = np.random.default_rng(bs).permutation(n)
                 s = addresses(DevicePtr.of(src_mem), perm, bs)
                 d = addresses(DevicePtr.of(dst_mem), np.arange(n), bs)
                 k = np.full(n, bs, dtype=U64)
                 row, frac = _measure(
-                    s, d, k, dev, ce, repeat, direc != "D2D", result.notes, f"{direc} {bs} B", streams
-                )
+                    s, d, k, dev, ce, repeat, direc != "D2D", result.notes, f"{direc} {bs} B", streams,
+                    max(1, int(batches)),
+                )  # fmt: skip
                 if "split" in row:
                     fracs[bs] = frac
                 if row:
@@ -527,29 +532,33 @@ def _measure(
     notes: list[str],
     what: str,
     streams: Sequence[int] = (),
+    batches: int = 1,
 ) -> tuple[dict[str, float], float]:
     """GB/s of each engine on one batch (and of ``split``, when both ran), and the split's
-    copy-engine share."""
+    copy-engine share. The copy engines on several streams and the split are timed only
+    where the copy engines on one stream reach half the kernel's rate."""
     nbytes = int(k.sum())
     row: dict[str, float] = {}
-    runners: dict[str, Callable[[], object]] = {
-        "kernel": _kernel_runner(s, d, k, dev),
-        ce: lambda: copy_engines(s, d, k, dev),
-    }
-    for m in streams:
-        if m > 1:
-            runners[f"{ce} x{m}"] = lambda m=m: copy_engines(s, d, k, dev, streams=m)
-    for engine, fn in runners.items():
+
+    def timed(engine: str, fn: Callable[[], object]) -> None:
         try:
-            row[engine] = nbytes / _time(fn, repeat) / 1e9
+            row[engine] = nbytes / _time(fn, repeat, batches) / 1e9
         except StateError as exc:
             notes.append(f"{what}, {engine}: {exc}")
+
+    timed("kernel", _kernel_runner(s, d, k, dev))
+    timed(ce, lambda: copy_engines(s, d, k, dev))
+    if ce not in row or ("kernel" in row and 2 * row[ce] < row["kernel"]):
+        return row, 0.0
+    for m in streams:
+        if m > 1:
+            timed(f"{ce} x{m}", functools.partial(copy_engines, s, d, k, dev, streams=m))
     frac = 0.0
-    if "kernel" in row and ce in row and with_split:
+    if "kernel" in row and with_split:
         # both engines share the link: give each the share it moves alone
         frac = row[ce] / (row[ce] + row["kernel"])
         tabs = _device_tables(s, d, k, dev)
-        row["split"] = nbytes / _time(lambda: split_copy(s, d, k, tabs, dev, frac), repeat) / 1e9
+        timed("split", lambda: split_copy(s, d, k, tabs, dev, frac))
     return row, frac
 
 
@@ -571,18 +580,20 @@ def _device_tables(
     return s, d, k
 
 
-def _time(fn: Callable[[], object], repeat: int) -> float:
-    """Median seconds of one call (CUDA events on the current stream, after a warm-up)."""
+def _time(fn: Callable[[], object], repeat: int, number: int = 1) -> float:
+    """Median seconds per call of ``number`` back-to-back calls (CUDA events on the current
+    stream, after a warm-up call), over ``repeat`` samples."""
     fn()
     times = []
     for _ in range(repeat):
         start = _cuda.Event(enable_timing=True)
         end = _cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(number):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+        times.append(start.elapsed_time(end) / 1e3 / number)
     return float(np.median(times))
 
 
@@ -621,6 +632,7 @@ def choose(
 
 
 __all__ = [
+    "CALIBRATION_BATCHES",
     "CALIBRATION_BLOCKS",
     "CALIBRATION_BYTES",
     "CALIBRATION_STREAMS",

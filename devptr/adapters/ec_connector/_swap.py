@@ -82,6 +82,7 @@ class Descriptors(Protocol):
     def host(self, n: int | None = None, encoding: Encoding | None = None) -> Views: ...
     def to_device(self, n: int | None = None, encoding: Encoding = Encoding.U64) -> Views: ...
 
+
 _lock = threading.Lock()
 _registered: dict[str, SwapOp | None] = {}
 _detected: dict[str, SwapOp | None] = {}
