@@ -13,6 +13,11 @@ Two engines move the bytes of a batch of descriptors on CUDA:
     batched call, ``cudaMemcpyAsync`` per descriptor (``copy_engine_loop``). On the legacy
     default stream (which the batched call refuses) the copies run on a side stream
     ordered after and before the current stream's work by events.
+``copy_engine`` on ``k`` streams
+    The batch cut in ``k`` parts, one batched call each, on the current stream and side
+    streams joined by events: the runtime's call costs about 1 us of host time per
+    descriptor and its copies start when it returns, so the first part's copies start
+    after a ``k``-th of that time.
 ``split``
     Both at once: the first ``fraction`` of the descriptors on the copy engines (side
     stream), the rest on the SM kernel (current stream), joined by events; for block
