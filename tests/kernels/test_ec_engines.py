@@ -7,6 +7,9 @@ on the legacy default stream, and the choice visible after an ``auto`` swap.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 import torch
@@ -105,6 +108,20 @@ def _swap_and_check(direction: str, path: str, seed: int) -> None:
     assert torch.equal(dst.cpu(), want)
 
 
+@contextlib.contextmanager
+def _measured(dev: torch.device, table: Crossovers) -> Iterator[None]:
+    """``table`` as the device's crossovers for the duration (the measured ones restored)."""
+    saved = E._crossovers.get(dev.index)
+    E._crossovers[dev.index] = table
+    try:
+        yield
+    finally:
+        if saved is None:
+            E._crossovers.pop(dev.index, None)
+        else:
+            E._crossovers[dev.index] = saved
+
+
 @pytest.fixture
 def portable() -> None:
     unregister_swap_op("cuda")
@@ -146,18 +163,10 @@ def test_split_engine_copies_exactly(fraction: float) -> None:
     table = Crossovers("forced")
     table.rates["H2D"] = {4 * KIB: {"kernel": 1.0, "copy_engine": 1.0, "split": 2.0}}
     table.fractions["H2D"] = {4 * KIB: fraction}
-    saved = E._crossovers.get(dev.index)
-    E._crossovers[dev.index] = table
-    try:
-        with torch.cuda.stream(torch.cuda.Stream()):
-            _swap_and_check("H2D", "auto", seed=3)
-        choice = last_engine_choice()
-        assert choice is not None and (choice.engine, choice.fraction) == ("split", fraction)
-    finally:
-        if saved is None:
-            E._crossovers.pop(dev.index, None)
-        else:
-            E._crossovers[dev.index] = saved
+    with _measured(dev, table), torch.cuda.stream(torch.cuda.Stream()):
+        _swap_and_check("H2D", "auto", seed=3)
+    choice = last_engine_choice()
+    assert choice is not None and (choice.engine, choice.fraction) == ("split", fraction)
 
 
 @pytest.mark.gpu
@@ -281,15 +290,7 @@ def test_copy_engines_on_several_streams_copy_exactly(direction: str, streams: i
     dev = torch.device("cuda", torch.cuda.current_device())
     table = Crossovers("forced")
     table.rates[direction] = {4 * KIB: {"kernel": 1.0, f"copy_engine x{streams}": 2.0}}
-    saved = E._crossovers.get(dev.index)
-    E._crossovers[dev.index] = table
-    try:
-        with torch.cuda.stream(torch.cuda.Stream()):
-            _swap_and_check(direction, "auto", seed=streams)
-        choice = last_engine_choice()
-        assert choice is not None and (choice.engine, choice.streams) == ("copy_engine", streams)
-    finally:
-        if saved is None:
-            E._crossovers.pop(dev.index, None)
-        else:
-            E._crossovers[dev.index] = saved
+    with _measured(dev, table), torch.cuda.stream(torch.cuda.Stream()):
+        _swap_and_check(direction, "auto", seed=streams)
+    choice = last_engine_choice()
+    assert choice is not None and (choice.engine, choice.streams) == ("copy_engine", streams)
