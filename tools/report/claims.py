@@ -22,7 +22,10 @@ Where a number is looked up: in a results or other markdown file, the section th
 names (the whole file without one; a ``benchmarks/results/`` file must be linked with an
 anchor, i.e. a table); in a document that is itself checked here (the RFC, its appendix,
 README, docs), only its tables and code blocks, never its prose, so prose cannot cite prose;
-in any other file (a test, a module, a config), the whole file.
+in any other file (a test, a module, a config), the whole file. So a number that describes
+the code rather than a measurement (a default, an exit status, a layout's size, the
+parameters a test runs with) links the module or test that defines it, and a number that
+nothing records is reworded ("not measured"), never excused by value.
 """
 
 from __future__ import annotations
@@ -146,7 +149,7 @@ EXCLUSIONS: Final[tuple[Exclusion, ...]] = (
     ),
     _rule(
         "formula",
-        r"(?:(?<![\w.])[A-Za-z](?![\w.])|\))\s*(?:[-+*/%]|//)\s*\d+\b|\b\d+\s*(?:[*/%]|//|\sx\s)\s*(?=\u27e8|\b(?!a\b)[A-Za-z]\b(?!-))",
+        r"(?:(?<![\w.])[A-Za-z](?![\w.])|\))\s*(?:[-+*/%]|//)\s*\d+\b|\b\d+\s*(?:[*/%]|//|\sx\s)\s*(?=\u27e8|`|\b(?!a\b)[A-Za-z]\b(?!-))",
         "arithmetic on a variable (k % 3, round k + 2, 3 x `comm_size`): a formula, not a measurement",
     ),
     _rule(
@@ -158,7 +161,8 @@ EXCLUSIONS: Final[tuple[Exclusion, ...]] = (
     Exclusion(
         "counted list",
         re.compile(
-            r"\b(?P<n>" + "|".join(WORD_NUMBERS) + r"|\d+)(?=\s+(?:[\w`'-]+\s+){0,2}?[\w`'-]+\s*\((?P<items>[^()]*)\))",
+            r"\b(?P<n>" + "|".join(WORD_NUMBERS) + r"|\d+)"
+            r"(?=\s+(?:[\w`'-]+\s+){0,2}?[\w`'-]+\s*\((?P<items>[^()]*)\))",
             re.IGNORECASE,
         ),
         "a count followed by the items it counts, in parentheses (four hooks (a, b, c, d)): "
@@ -228,8 +232,15 @@ def _plain(inline: Token) -> str:
 
 def _mask(text: str) -> str:
     for rule in EXCLUSIONS:
-        text = rule.pattern.sub(lambda m: " " * len(m.group(0)) if rule.applies(m) else m.group(0), text)
+        text = rule.pattern.sub(_blank_for(rule), text)
     return text
+
+
+def _blank_for(rule: Exclusion) -> Callable[[re.Match[str]], str]:
+    def blank(m: re.Match[str]) -> str:
+        return " " * len(m.group(0)) if rule.applies(m) else m.group(0)
+
+    return blank
 
 
 def numbers_in(text: str) -> list[tuple[str, str]]:
