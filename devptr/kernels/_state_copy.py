@@ -287,10 +287,18 @@ class StateCopyPlan:
     """Bytes each program moves per step."""
 
 
-def _host_ints(t: torch.Tensor) -> list[int]:
-    """A small table's values on the host, as int64 bit patterns."""
-    t = t.detach().to("cpu")
-    return [int(v) for v in (t.view(torch.int64) if t.dtype == torch.uint64 else t).tolist()]
+def _host_addresses(table: object, where: str) -> tuple[list[int], torch.device]:
+    """An address table's values (int64 bit patterns) read on the host, and its device:
+    a PtrBuffer's host entries (never its mirror), or a tensor's values (a copy to the host
+    when it is on the device)."""
+    if isinstance(table, PtrBuffer):
+        dev = table.device_type
+        return [int(v) for v in table.host(Encoding.I64).tolist()], dev or torch.device("cpu")
+    t = _tables.address_table(table, where)
+    host = t.detach().to("cpu")
+    if host.dtype == torch.uint64:
+        host = host.view(torch.int64)
+    return [int(v) for v in host.tolist()], t.device
 
 
 def state_copy_plan(
@@ -307,22 +315,24 @@ def state_copy_plan(
     Each state's copy is shared by ``min(MAX_TILES, cdiv(bytes, chunk))`` programs (steps
     dealt round-robin; dim-first conv windows: one program), and the plan holds one record
     per such program, so the launch has no idle programs and no per-state metadata loads.
-    ``device``: where the records go (default: the device of the state base table, or of
-    the metadata table when the bases are on the host; the CPU for host-only tables).
-    Reads device tables back to the host (a sync): make the plan once, not per step.
+    PtrBuffer and PtrTable arguments contribute their host entries (what was filled, whether
+    or not it was copied to the device yet); tensors on the device are read back (a sync).
+    ``device``: where the records go (default: the state base table's device: its mirror's
+    for a PtrBuffer, the CPU for host-only tables). Make the plan once, not per step.
     """
     if type(chunk) is not int or chunk < 256 or chunk & (chunk - 1):
         raise InvalidValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
-    bases_t = _tables.address_table(state_base_addrs, "state_base_addrs")
-    meta_t = _meta_tensor(state_meta)
-    tables_t = _tables.address_table(block_table_ptrs, "block_table_ptrs")
-    if meta_t.shape[0] != bases_t.shape[0]:
-        raise LengthMismatchError(
-            f"{bases_t.shape[0]} state base addresses but {meta_t.shape[0]} metadata rows"
-        )
+    bases, bases_dev = _host_addresses(state_base_addrs, "state_base_addrs")
+    tables, _ = _host_addresses(block_table_ptrs, "block_table_ptrs")
+    if isinstance(state_meta, PtrTable):
+        _meta_tensor(state_meta)  # checks the columns
+        meta_t = state_meta.host(Encoding.I64)
+    else:
+        meta_t = _meta_tensor(state_meta)
+    if meta_t.shape[0] != len(bases):
+        raise LengthMismatchError(f"{len(bases)} state base addresses but {meta_t.shape[0]} metadata rows")
     if device is None:
-        device = bases_t.device if bases_t.device.type != "cpu" else meta_t.device
-    bases, tables = _host_ints(bases_t), _host_ints(tables_t)
+        device = bases_dev
     meta = meta_t.detach().to("cpu").reshape(-1, len(StateMeta)).tolist()
     records: list[list[int]] = []
     for s, (base, row) in enumerate(zip(bases, meta, strict=True)):
