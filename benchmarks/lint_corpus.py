@@ -73,13 +73,15 @@ TREES: tuple[Tree, ...] = (
          "communication kernels (NVSHMEM, IPC)", "dev", github="ByteDance-Seed/Triton-distributed"),
     Tree("lmdeploy", "0.18.0", "inference engine (CUDA, Ascend, MACA, Cambricon backends)",
          "dev", pypi="lmdeploy==0.18.0", check="lmdeploy"),
-    # test trees: never read against the engine before 2026-12-01 21:30 UTC, never tuned on
+    # moved from test to development on 2026-12-02 00:35 UTC: their false findings and
+    # misses led to engine changes (benchmarks/results/lint.md, "Second split")
+    Tree("megatron-core", "0.16.1", "training engine (distributed optimizer, comm buffers)",
+         "dev", pypi="megatron-core==0.16.1", check="megatron"),
+    Tree("deepspeed", "0.19.8", "training/inference engine, XPU/NPU/HPU accelerators",
+         "dev", pypi="deepspeed==0.19.8", check="deepspeed-0.19.8"),
+    # test trees of the first split (2026-12-01 21:25 UTC), never tuned on
     Tree("lightllm", "fc72ffab9a3455cfb571f22d45ab777cc29de0de", "inference engine", "test",
          github="ModelTC/lightllm"),
-    Tree("megatron-core", "0.16.1", "training engine (distributed optimizer, comm buffers)",
-         "test", pypi="megatron-core==0.16.1", check="megatron"),
-    Tree("deepspeed", "0.19.8", "training/inference engine, XPU/NPU/HPU accelerators",
-         "test", pypi="deepspeed==0.19.8", check="deepspeed-0.19.8"),
     Tree("transformer-engine", "2.20.2", "kernel package (userbuffers, comm overlap)", "test",
          pypi="transformer-engine==2.20.2", check="transformer_engine"),
     Tree("infinistore", "0.2.35", "KV transfer (RDMA registration)", "test",
@@ -90,6 +92,36 @@ TREES: tuple[Tree, ...] = (
          check="dynamo"),
     Tree("xformers", "0.0.35", "kernel package", "test", pypi="xformers==0.0.35",
          check="xformers"),
+    # test trees added by the second split (2026-12-02 00:35 UTC), chosen, downloaded and
+    # searched for real sites by hand before the engine was run on any of them
+    Tree("aiter", "e4048607a535ace3a2b51ded31b1c8c2d45c0879", "ROCm kernel package (MoE, "
+         "custom all-reduce, KV cache)", "test", github="ROCm/aiter"),
+    Tree("mori", "624002c897a30928ec04c14fc167bf2b8a93f6ce", "ROCm EP / RDMA I/O library",
+         "test", github="ROCm/mori"),
+    Tree("uccl", "da914a2054c29725464803e379bb3b98de90dfa1", "communication library (EP, "
+         "P2P, collectives)", "test", github="uccl-project/uccl"),
+    Tree("ktransformers", "95009ea6856c0799e517e93cb12be5e8494bc7ce", "inference engine "
+         "(CPU/GPU MoE offload)", "test", github="kvcache-ai/ktransformers"),
+    Tree("rtp-llm", "4b8d39cd5cbe4eff0cf0661411e15be21ccc58b9", "inference engine", "test",
+         github="alibaba/rtp-llm"),
+    Tree("flux", "19831ca2d820e3e782ed1d15d8b52d0898b78b26", "comm-overlap kernel package",
+         "test", github="bytedance/flux"),
+    Tree("mscclpp", "1f5f065d7b13ab02df32c22568f38785d1eeec01", "communication library",
+         "test", github="microsoft/mscclpp"),
+    Tree("nixl", "8770b655a6b17b5cdf7d2b56b6e0be5392496df5", "KV transfer library", "test",
+         github="ai-dynamo/nixl"),
+    Tree("deepep", "dd758caf451848bd150e1046af3d0a73e5fff38d", "MoE expert-parallel comm",
+         "test", github="deepseek-ai/DeepEP"),
+    Tree("pplx-kernels", "2bd6e30fab358829bd01d1c0907be8088ff9e5e1", "MoE all-to-all kernels",
+         "test", github="perplexityai/pplx-kernels"),
+    Tree("kvcached", "e8e640638ba79f3ba7ce88d9692342d29d996e6d", "KV cache virtual memory",
+         "test", github="ovg-project/kvcached"),
+    Tree("tilelang", "0.1.15", "kernel DSL and library", "test", pypi="tilelang==0.1.15",
+         check="tilelang"),
+    Tree("torchao", "0.18.0", "kernel / quantization package", "test", pypi="torchao==0.18.0",
+         check="torchao"),
+    Tree("torch-memory-saver", "0.0.10", "CUDA virtual-memory pauser", "test",
+         pypi="torch-memory-saver==0.0.10", check="torch_memory_saver"),
 )
 
 @dataclass(frozen=True)
@@ -240,8 +272,9 @@ def tree_root(tree: Tree, git_mirrors: Path | None = None) -> Path:
                                 f"https://github.com/{tree.github}.git", str(git_dir)],
                                check=True)
         archive = dest / ".tree.tar"
+        # only the Python files: some mirrors lack large binary blobs (LFS, media)
         subprocess.run(["git", f"--git-dir={git_dir}", "archive", "-o", str(archive),
-                        tree.version], check=True)
+                        tree.version, "--", ":(glob)**/*.py"], check=True)
         _unpack(archive, dest)
         archive.unlink()
     done.touch()
