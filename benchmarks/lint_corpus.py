@@ -73,7 +73,7 @@ TREES: tuple[Tree, ...] = (
          "communication kernels (NVSHMEM, IPC)", "dev", github="ByteDance-Seed/Triton-distributed"),
     Tree("lmdeploy", "0.18.0", "inference engine (CUDA, Ascend, MACA, Cambricon backends)",
          "dev", pypi="lmdeploy==0.18.0", check="lmdeploy"),
-    # moved from test to development on 2026-12-02 00:35 UTC: their false findings and
+    # moved from test to development on 2026-12-02 00:26 UTC: their false findings and
     # misses led to engine changes (benchmarks/results/lint.md, "Second split")
     Tree("megatron-core", "0.16.1", "training engine (distributed optimizer, comm buffers)",
          "dev", pypi="megatron-core==0.16.1", check="megatron"),
@@ -92,7 +92,7 @@ TREES: tuple[Tree, ...] = (
          check="dynamo"),
     Tree("xformers", "0.0.35", "kernel package", "test", pypi="xformers==0.0.35",
          check="xformers"),
-    # test trees added by the second split (2026-12-02 00:35 UTC), chosen, downloaded and
+    # test trees added by the second split (2026-12-02 00:26 UTC), chosen, downloaded and
     # searched for real sites by hand before the engine was run on any of them
     Tree("aiter", "e4048607a535ace3a2b51ded31b1c8c2d45c0879", "ROCm kernel package (MoE, "
          "custom all-reduce, KV cache)", "test", github="ROCm/aiter"),
@@ -116,6 +116,10 @@ TREES: tuple[Tree, ...] = (
          "test", github="perplexityai/pplx-kernels"),
     Tree("kvcached", "e8e640638ba79f3ba7ce88d9692342d29d996e6d", "KV cache virtual memory",
          "test", github="ovg-project/kvcached"),
+    Tree("cutlass", "7107b05535f8977f5ecb9d01ee203205b1fd9bc4", "kernel library (CuTe DSL "
+         "grouped GEMM, Python back end)", "test", github="NVIDIA/cutlass"),
+    Tree("nemo-rl", "7ea279abfbeb698b092856d0dab61e7cf39bc909", "RL post-training (vLLM/"
+         "SGLang weight transfer)", "test", github="NVIDIA-NeMo/RL"),
     Tree("tilelang", "0.1.15", "kernel DSL and library", "test", pypi="tilelang==0.1.15",
          check="tilelang"),
     Tree("torchao", "0.18.0", "kernel / quantization package", "test", pypi="torchao==0.18.0",
@@ -144,6 +148,7 @@ def _one(path: str, first: int, last: int, what: str, category: str = "defect") 
 
 _TD = "python/little_kernel/design"
 _TDK = "python/triton_dist/kernels"
+_CUT = "examples/python/CuTeDSL"
 _MEG = "megatron/core/resharding/nvshmem_copy_service/planning/gpu_execution_planner.py"
 
 SITES: dict[str, tuple[RealSite, ...]] = {
@@ -192,11 +197,89 @@ SITES: dict[str, tuple[RealSite, ...]] = {
              "sequence's KV block ids, a property of another module) appended to a list "
              "attribute in another method"),
     ),
+    # second split (2026-12-02): found by grep and reading, before the engine ran on them
+    "aiter": (
+        RealSite((("aiter/ops/flydsl/kernels/flydsl_dispatch_combine_intranode_op.py", 370,
+                   370),
+                  ("aiter/ops/flydsl/kernels/flydsl_dispatch_combine_intranode_op.py", 502,
+                   502),
+                  ("aiter/ops/flydsl/kernels/flydsl_dispatch_combine_intranode_op.py", 575,
+                   575)),
+                 "build_p2p_table: int64 tensor setitem of shmem_ptr_p2p(t.data_ptr(), ...) "
+                 "peer pointers (helper, two callers)"),
+        _one("aiter/ops/flydsl/kernels/mega_moe/mega_moe_v2.py", 199, 199,
+             "int64 torch.tensor of a list filled by subscript with 40 data_ptr()s"),
+    ),
+    "flux": (
+        _one("python/flux/triton/gemm_rs.py", 288, 288,
+             "torch.tensor (no dtype: int64) of data_ptr()s of IPC peer barriers"),
+        _one("python/flux/triton/gemm_rs.py", 294, 296,
+             "torch.tensor (no dtype: int64) of data_ptr()s of IPC peer output buffers"),
+        _one("python/flux_triton/kernels/moe_gather_rs.py", 425, 434,
+             "np.array(..., dtype=np.int64) of data_ptr()s"),
+        _one("test/python/util/copy_utils.py", 175, 175, "np.array(data_ptr(), uint64)",
+             "convention"),
+        _one("test/python/util/copy_utils.py", 176, 176, "np.array(data_ptr(), uint64)",
+             "convention"),
+    ),
+    "rtp-llm": (
+        _one("rtp_llm/models_py/3rdparty/tile_kernels/mhc/multilayer_recompute_kernel.py", 27,
+             27, "pinned int64 CPU tensor setitem of device data_ptr()s (copied to the GPU)"),
+    ),
+    "kvcached": (
+        _one("kvcached/integration/sglang/patches.py", 787, 791,
+             "uint64 torch.tensor of KV-buffer data_ptr()s", "convention"),
+    ),
+    "nixl": (
+        _one("src/api/python/_api.py", 1075, 1075,
+             "uint64 numpy row store of tensor data_ptr()s (GPU or DRAM)", "convention"),
+        _one("src/api/python/_api.py", 1193, 1193, "same (second descriptor path)",
+             "convention"),
+    ),
+    "cutlass": (
+        *(_one(f"{_CUT}/{path}", line, line,
+               "int64 torch.tensor of per-group data_ptr()s, appended from the tuple a "
+               "module helper returns (create_tensor_and_stride / "
+               "create_tensors_for_all_groups)")
+          for path, line in (
+              ("cute/hopper/kernel/grouped_gemm/grouped_gemm.py", 2193),
+              ("cute/hopper/kernel/grouped_gemm/grouped_gemm.py", 2294),
+              ("cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", 2005),
+              ("cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", 2153),
+              ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",
+               2854),
+              ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",
+               2862),
+              ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",
+               3051),
+              ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",
+               3058),
+              ("cute/blackwell/kernel/blockscaled_grouped_gemm/"
+               "sm103_grouped_blockscaled_gemm.py", 2798),
+              ("cute/blackwell/kernel/blockscaled_grouped_gemm/"
+               "sm103_grouped_blockscaled_gemm.py", 2805),
+              ("cute/blackwell/kernel/blockscaled_grouped_gemm/"
+               "sm103_grouped_blockscaled_gemm.py", 2976),
+              ("cute/blackwell/kernel/blockscaled_grouped_gemm/"
+               "sm103_grouped_blockscaled_gemm.py", 2983),
+          )),
+        _one(f"{_CUT}/cute/blackwell/kernel/distributed/distributed_all_gather_gemm_blackwell.py",
+             2199, 2201, "int64 torch.tensor of symmetric-memory buffer_ptrs"),
+        _one(f"{_CUT}/cute_ext/blackwell/dense_gemm_ptr_array.py", 374, 378,
+             "int64 torch.tensor of data_ptr()s"),
+        RealSite((("python/cutlass_cppgen/backend/memory_manager.py", 97, 97),
+                  *(("python/cutlass_cppgen/backend/gemm_operation.py", n, n)
+                    for n in (275, 276, 277, 278, 777, 778, 779, 780))),
+                 "todevice(list, np.int64): np.array of device pointers (int(ptr_A) of "
+                 "tensor_to_ptr), helper called with 8 pointer lists"),
+    ),
 }
 """Real sites of the trees reviewed for issue 23 (sglang and LMCache: ``bench_check``'s
 ``REAL_SITES``; vLLM: its ``INVENTORY``). The trees without an entry (Transformer Engine,
-InfiniStore, nvshmem4py, ai-dynamo, xformers, lmdeploy) have none: their addresses go to
-kernels, RDMA/NIXL registration, DLPack structs, dict keys and equality tests."""
+InfiniStore, nvshmem4py, ai-dynamo, xformers, lmdeploy; of the second split: mori, uccl,
+ktransformers, mscclpp, DeepEP, pplx-kernels, tilelang, torchao, torch-memory-saver, NeMo-RL)
+have none: their addresses go to kernels and custom ops, RDMA/NIXL/shmem registration,
+DLPack structs, CPU MoE kernels as Python lists, dict keys and equality tests."""
 
 VERDICTS: dict[tuple[str, str, int, str], tuple[bool, str]] = {
     ("megatron-core", "megatron/core/datasets/indexed_dataset.py", 204, "DP002"): (
