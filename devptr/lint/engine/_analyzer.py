@@ -115,9 +115,20 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self._counters: list[str] = []
         self._properties: dict[str, set[str]] = {}
         """Property name -> the ``Class.name`` keys of the module's properties so named."""
+        self._abstract: set[str] = set()
+        """``Class.name`` keys of properties whose body only raises (abstract ones)."""
+        self._addressless: set[str] = set()
+        """Functions and methods of the module whose body holds no address source and
+        whose every return is a value the body built that holds nothing address-like (a
+        list of offsets), not an unknown one: a call of one gives no address, whatever
+        the name it is bound to says."""
+        self.attr_reads: set[str] = set()
+        """Attributes named like addresses read on values of unknown type and not
+        resolved in this module: properties of other modules may give them."""
         """Names of the enclosing ``for`` loops' non-negative counters (``range``,
         ``enumerate``): indices a ``devptr.store`` fix keeps."""
         self._quiet_nodes: set[int] = set()
+        self._narrowed: set[int] = set()
         self._host_classes: dict[int, bool] = {}
         self._base_names: frozenset[str] | None = None
 
@@ -595,6 +606,8 @@ class ModuleAnalyzer(ExpressionEvaluator):
             for d in fn.decorator_list
         ):
             self._properties.setdefault(fn.name, set()).add(key)
+            if syn.is_abstract_body(fn):
+                self._abstract.add(key)
         args = fn.args
         positional = [*args.posonlyargs, *args.args]
         if scope.cls is not None and positional and not any(
@@ -634,6 +647,15 @@ class ModuleAnalyzer(ExpressionEvaluator):
             made = self._summarize(inner, fn.returns, params)
             if made.interesting or key not in self.functions:
                 self.functions[key] = made
+            first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+            known = bool(inner.returns) and all(
+                r is not None and r.kind is not Kind.PARAM and not carries_address(r)
+                for r in inner.returns
+            )  # every return is a value it built (a list, an array), none an unknown one
+            if known and not (made.returns_params or made.twos_params or self._hot(
+                syn.SOURCE_TRIGGER, first, fn.end_lineno or first
+            )):
+                self._addressless.add(key)
         summary = self.functions.get(key)
         if summary is not None and summary.returns is not None and not (
             summary.params or summary.sinks
@@ -691,8 +713,13 @@ class ModuleAnalyzer(ExpressionEvaluator):
         self, target: ast.expr, val: Val | None, value: ast.expr | None, scope: Scope
     ) -> None:
         if isinstance(target, ast.Name):
-            if val is None and value is not None and syn.is_plain_literal(value):
-                scope.env[target.id] = None  # ptr = 0: a counter, not an address by name
+            if value is not None and (
+                (val is None and syn.is_number_of_literal(value, self.names))
+                or ((val is None or val.by_name) and self._gives_no_address(value, scope))
+            ):
+                # ptr = 0, ptr = np.int64(0): a counter; pointers = self._offsets(n): a
+                # helper of this module that makes no address; not addresses by name
+                scope.env[target.id] = None
             elif val is None:
                 scope.env.pop(target.id, None)
             else:
@@ -728,6 +755,18 @@ class ModuleAnalyzer(ExpressionEvaluator):
             self._store(target, val, value, scope)
         elif isinstance(target, ast.Starred):
             self._assign(target.value, None, None, scope)
+
+    def _gives_no_address(self, value: ast.expr, scope: Scope) -> bool:
+        """Whether *value* calls a function or method of this module known to make no
+        address (:attr:`_addressless`)."""
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Name) and not self.names.is_imported(func.id):
+            return func.id in self._addressless
+        if isinstance(func, ast.Attribute) and self._is_self(func.value) and scope.cls:
+            return f"{scope.cls}.{func.attr}" in self._addressless
+        return False
 
     def _store(self, target: ast.Subscript, val: Val | None, value: ast.expr | None,
                scope: Scope) -> None:

@@ -54,6 +54,9 @@ def _called(fn: Val) -> Val:
                host=fn.host)
 
 
+_CAST_METHODS: Final = frozenset({"to", "astype", "type"})
+"""Methods converting an array or tensor to the dtype they are given."""
+
 _FILL_VALUE_ARG: Final = {"fill_": 0, "fill": 0, "index_fill_": 2}
 """Methods of :data:`~devptr.lint.catalogue.STORE_METHODS` that fill an array with one
 value, and the position of that value (``t.index_fill_(dim, index, value)``)."""
@@ -68,6 +71,8 @@ class ExpressionEvaluator:
     """The call whose arguments :meth:`_args` evaluated last, with their values."""
     class_attrs: dict[str, dict[str, Val]]
     _quiet_nodes: set[int]
+    _narrowed: set[int]
+    """Table constructor calls converted at once to a dtype narrower than 64 bits."""
     _properties: dict[str, set[str]]
     """Property name -> the ``Class.name`` keys of the module's properties so named."""
 
@@ -684,7 +689,10 @@ class ExpressionEvaluator:
             return Val(Kind.ARRAY, lib=lib, dtype=dt)
         if data is not None and data.kind is Kind.ADDR_ARRAY:
             return Val(Kind.ADDR_ARRAY, lib=lib, dtype=dt or data.dtype)
-        if (data is None or data.kind is Kind.PLAIN_LIST) and data_node is not None:
+        if (data is None or data.kind is Kind.PLAIN_LIST) and data_node is not None and not (
+            isinstance(data_node, ast.Name) and data_node.id in scope.env
+            and scope.env[data_node.id] is None
+        ):  # (a name bound to a number or to a helper's non-address: not guessed)
             data_name = None if isinstance(data_node, ast.Call) else syn.last_name(data_node)
             if data_name is not None and syn.ADDRESS_LIST_NAME_RE.search(data_name):
                 data = ADDR_SEQ_BY_NAME  # a list named for addresses (peer IPC addresses)
@@ -693,6 +701,10 @@ class ExpressionEvaluator:
             dt = data.dtype
         if data is not None and data.kind is Kind.PARAM and not dtype_unknown:
             self._sink(node, "table", scope, data, dtype=dt, ctor=name)
+            return Val(Kind.ARRAY, lib=lib, dtype=dt)
+        if data is not None and data.by_name and id(node) in self._narrowed:
+            # torch.tensor(kvs_addr).to(torch.uint8): values the code narrows at once to
+            # fewer than 64 bits (bytes) are not addresses, whatever their name says
             return Val(Kind.ARRAY, lib=lib, dtype=dt)
         if (data is not None and data.kind in (Kind.ADDR_SEQ, Kind.TUPLE)) or is_addr(data):
             if not dtype_unknown and carries_address(data):
@@ -715,6 +727,10 @@ class ExpressionEvaluator:
         self, node: ast.Call, func: ast.Attribute, scope: Scope
     ) -> Val | None:
         attr = func.attr
+        if attr in _CAST_METHODS and isinstance(func.value, ast.Call):
+            to = node.args[0] if node.args else syn.kwarg(node, "dtype")
+            if to is not None and syn.is_narrow_dtype(to, self.names):
+                self._narrowed.add(id(func.value))  # torch.tensor(v).to(torch.uint8)
         if attr in cat.ADDRESS_METHODS:
             recv_val = self.eval(func.value, scope)
             host = recv_val is not None and recv_val.host
