@@ -122,6 +122,7 @@ class ModuleAnalyzer(ExpressionEvaluator):
         whose every return is a value the body built that holds nothing address-like (a
         list of offsets), not an unknown one: a call of one gives no address, whatever
         the name it is bound to says."""
+        self._imported_modules: frozenset[str] | None = None
         self.attr_reads: set[str] = set()
         """Attributes named like addresses read on values of unknown type and not
         resolved in this module: properties of other modules may give them."""

@@ -15,6 +15,7 @@ from devptr.lint import catalogue as cat
 from devptr.lint.engine import _syntax as syn
 from devptr.lint.engine._finding import Fix, Span
 from devptr.lint.engine._names import Names
+from devptr.lint.engine._project import ProjectIndex
 from devptr.lint.engine._scope import (
     ADDR_SEQ_BY_NAME,
     CHECKED_I64,
@@ -67,6 +68,8 @@ class ExpressionEvaluator:
 
     names: Names
     functions: dict[str, Summary]
+    project: ProjectIndex | None
+    _imported_modules: frozenset[str] | None
     _evaluated: tuple[ast.Call, list[Val | None], list[Val | None]] | None = None
     """The call whose arguments :meth:`_args` evaluated last, with their values."""
     class_attrs: dict[str, dict[str, Val]]
@@ -75,24 +78,58 @@ class ExpressionEvaluator:
     """Table constructor calls converted at once to a dtype narrower than 64 bits."""
     _properties: dict[str, set[str]]
     """Property name -> the ``Class.name`` keys of the module's properties so named."""
+    _abstract: set[str]
+    attr_reads: set[str]
 
     def property_value(self, attr: str) -> Val | None:
-        """What reading attribute *attr* gives when every property of that name in the
-        module returns device or host addresses (``seq.kv_blocks_ptr`` of a property
+        """What reading attribute *attr* gives when the properties of that name in the
+        module return device or host addresses (``seq.kv_blocks_ptr`` of a property
         ``return self._ids.data_ptr()``): addresses kept behind a property of another
-        class. None otherwise (one such property that does not, or none)."""
+        class, or of a class of a module this one imports (:meth:`imported_property`).
+
+        Abstract properties (a body that only raises) say nothing; every other property
+        so named must return addresses, at least one of them known ones (not only named
+        so, like a placeholder's ``return self._ptr``). None otherwise."""
         keys = self._properties.get(attr)
         if not keys:
-            return None
-        found = [self.functions.get(k) for k in keys]
+            return self.imported_property(attr)
+        concrete = [k for k in keys if k not in self._abstract]
+        found = [self.functions.get(k) for k in concrete]
         vals = [f.returns for f in found if f is not None and f.returns is not None]
-        if len(vals) != len(keys) or not all(
-            v.kind in (Kind.ADDR, Kind.ADDR_SEQ) and not v.by_name for v in vals
+        if not concrete or len(vals) != len(concrete) or not all(
+            v.kind in (Kind.ADDR, Kind.ADDR_SEQ) for v in vals
         ):
+            return None
+        real = [v for v in vals if not v.by_name]
+        if not real:
+            return None
+        return real[0] if len(real) == 1 else seq_of(real) if real[0].kind is Kind.ADDR_SEQ else (
+            Val(Kind.ADDR, host=all(v.host for v in real)))
+
+    def imported_property(self, attr: str) -> Val | None:
+        """What reading *attr* gives when it is a property returning addresses of a class
+        of a module this module imports from (``from .sequence_descriptor import
+        DSSequenceDescriptor``), as the project index recorded it; None without one."""
+        if self.project is None or not self.project.properties:
+            return None
+        if self._imported_modules is None:
+            known = self.project.modules
+            self._imported_modules = frozenset(
+                m for target in self.names.aliases.values()
+                if (m := target if target in known else self.project.module_of(target))
+            )
+        vals = [v for m in sorted(self._imported_modules)
+                if (v := self.project.properties.get(m, {}).get(attr)) is not None]
+        if not vals:
             return None
         return vals[0] if len(vals) == 1 else seq_of(vals) if vals[0].kind is Kind.ADDR_SEQ else (
             Val(Kind.ADDR, host=all(v.host for v in vals)))
 
+    def exported_properties(self) -> dict[str, Val]:
+        """The module's properties that give addresses (:meth:`property_value`), by name:
+        what modules importing this one learn (recorded in the project index)."""
+        return {attr: val for attr in sorted(self._properties)
+                if (val := self.property_value(attr)) is not None}
 
     def _emit(self, node: ast.AST, verdict: Verdict, fix: Fix | None = None) -> None:
         raise NotImplementedError
@@ -262,6 +299,10 @@ class ExpressionEvaluator:
         held = self.property_value(node.attr) if recv is None or recv.kind is Kind.PARAM else None
         if held is not None:
             return held  # seq.kv_blocks_ptr: a property of the module returning addresses
+        if (recv is None or recv.kind is Kind.PARAM) and node.attr not in self._properties and (
+            by_name(node.attr) is not None
+        ):
+            self.attr_reads.add(node.attr)  # a property of another module may give it
         if recv is None:
             if node.attr == "addr":
                 return CHECKED_U64  # DevicePtr.addr: devptr's unsigned value
