@@ -226,6 +226,14 @@ SITES: dict[str, tuple[RealSite, ...]] = {
         _one("rtp_llm/models_py/3rdparty/tile_kernels/mhc/multilayer_recompute_kernel.py", 27,
              27, "pinned int64 CPU tensor setitem of device data_ptr()s (copied to the GPU)"),
     ),
+    "mscclpp": (
+        # in the grep's output (`ctypes.addressof` under `np.array(`) but overlooked in the
+        # reading; counted after the one test run pointed at it (DP008), as sglang's
+        # pd_dcp_gather.py:63 was
+        _one("python/mscclpp/utils.py", 61, 69,
+             "uint64 np.array of ctypes.addressof() kernel-launch config (host addresses)",
+             "host"),
+    ),
     "kvcached": (
         _one("kvcached/integration/sglang/patches.py", 787, 791,
              "uint64 torch.tensor of KV-buffer data_ptr()s", "convention"),
@@ -235,6 +243,11 @@ SITES: dict[str, tuple[RealSite, ...]] = {
              "uint64 numpy row store of tensor data_ptr()s (GPU or DRAM)", "convention"),
         _one("src/api/python/_api.py", 1193, 1193, "same (second descriptor path)",
              "convention"),
+        # in the grep's output, overlooked in the reading; counted after the test run
+        _one("examples/python/expanded_two_peers.py", 256, 262,
+             "uint64 np.array of data_ptr() + offset descriptor rows", "convention"),
+        _one("examples/python/expanded_two_peers.py", 263, 269,
+             "uint64 np.array of a peer's base_addr + offset rows", "convention"),
     ),
     "cutlass": (
         *(_one(f"{_CUT}/{path}", line, line,
@@ -292,6 +305,49 @@ VERDICTS: dict[tuple[str, str, int, str], tuple[bool, str]] = {
         False, "get_kvs_addr returns oneCCL's key-value-store address bytes, cast to uint8"),
     ("deepspeed", "deepspeed-0.19.8/deepspeed/comm/ccl.py", 161, "DP002"): (
         False, "same (get_sub_kvs_addr)"),
+    # second split's test trees, the one run of 2026-12-02 00:39 UTC (engine at 76ae1c7),
+    # every default finding read in its function
+    ("aiter", "aiter/ops/flydsl/kernels/mega_moe/mega_moe_v2.py", 199, "DP002"): (
+        True, "torch.tensor(table, int64): table[slot] = <workspace tensor>.data_ptr() x40"),
+    ("rtp-llm", "rtp_llm/models_py/3rdparty/tile_kernels/mhc/multilayer_recompute_kernel.py",
+     27, "DP001"): (
+        True, "pinned int64 host tensor holding device data_ptr()s (copied to the GPU)"),
+    ("flux", "python/flux/triton/gemm_rs.py", 288, "DP002"): (
+        True, "torch.tensor([b.data_ptr() ...]) of IPC peer barriers, no dtype: int64"),
+    ("flux", "python/flux/triton/gemm_rs.py", 294, "DP002"): (
+        True, "torch.tensor([buf.data_ptr() ...]) of IPC peer outputs, no dtype: int64"),
+    ("flux", "python/flux_triton/kernels/moe_gather_rs.py", 426, "DP002"): (
+        True, "np.array([A.data_ptr() ...] + ..., dtype=np.int64)"),
+    **{("cutlass", f"{_CUT}/{path}", line, "DP002"): (
+        True, "torch.tensor(ptrs, int64) of per-group device data_ptr()s from the helper's "
+              "tuple")
+       for path, line in (
+           ("cute/hopper/kernel/grouped_gemm/grouped_gemm.py", 2193),
+           ("cute/hopper/kernel/grouped_gemm/grouped_gemm.py", 2294),
+           ("cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", 2005),
+           ("cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", 2153),
+           ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py", 2854),
+           ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py", 2862),
+           ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py", 3051),
+           ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py", 3058),
+           ("cute/blackwell/kernel/blockscaled_grouped_gemm/sm103_grouped_blockscaled_gemm.py",
+            2798),
+           ("cute/blackwell/kernel/blockscaled_grouped_gemm/sm103_grouped_blockscaled_gemm.py",
+            2805),
+           ("cute/blackwell/kernel/blockscaled_grouped_gemm/sm103_grouped_blockscaled_gemm.py",
+            2976),
+           ("cute/blackwell/kernel/blockscaled_grouped_gemm/sm103_grouped_blockscaled_gemm.py",
+            2983),
+       )},
+    ("cutlass", f"{_CUT}/cute/blackwell/kernel/distributed/distributed_all_gather_gemm_blackwell.py",
+     2199, "DP002"): (True, "torch.tensor(hdl.buffer_ptrs, int64): symmetric-memory peers"),
+    ("cutlass", f"{_CUT}/cute_ext/blackwell/dense_gemm_ptr_array.py", 374, "DP002"): (
+        True, "torch.tensor([t.data_ptr() ...], int64)"),
+    **{("cutlass", "python/cutlass_cppgen/backend/gemm_operation.py", line, "DP002"): (
+        True, "todevice(ptr_X_array, dtype=np.int64): np.array of int(self.ptr_X) device "
+              "pointers in the helper; one defect reported at 4 of its callers (the message "
+              "names torch.tensor(), the helper builds np.array)")
+       for line in (275, 276, 277, 278)},
 }
 """Hand verdicts of the findings of the issue-23 trees: (tree, path, line, code) -> (true
 positive?, why). A finding inside a real site's lines is true without an entry here."""
