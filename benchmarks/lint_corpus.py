@@ -149,6 +149,19 @@ def _one(path: str, first: int, last: int, what: str, category: str = "defect") 
 _TD = "python/little_kernel/design"
 _TDK = "python/triton_dist/kernels"
 _CUT = "examples/python/CuTeDSL"
+_CUTLASS_TABLES: tuple[tuple[str, int], ...] = tuple(
+    (f"cute/{folder}", line) for folder, line in (
+        ("hopper/kernel/grouped_gemm/grouped_gemm.py", 2193),
+        ("hopper/kernel/grouped_gemm/grouped_gemm.py", 2294),
+        ("blackwell/kernel/grouped_gemm/grouped_gemm.py", 2005),
+        ("blackwell/kernel/grouped_gemm/grouped_gemm.py", 2153),
+        *((f"blackwell/kernel/blockscaled_grouped_gemm/{name}", line)
+          for name, lines in (("grouped_blockscaled_gemm.py", (2854, 2862, 3051, 3058)),
+                              ("sm103_grouped_blockscaled_gemm.py", (2798, 2805, 2976, 2983)))
+          for line in lines),
+    )
+)
+"""cutlass's grouped-GEMM pointer tables (per-group data_ptr()s from a helper's tuple)."""
 _MEG = "megatron/core/resharding/nvshmem_copy_service/planning/gpu_execution_planner.py"
 
 SITES: dict[str, tuple[RealSite, ...]] = {
@@ -254,28 +267,7 @@ SITES: dict[str, tuple[RealSite, ...]] = {
                "int64 torch.tensor of per-group data_ptr()s, appended from the tuple a "
                "module helper returns (create_tensor_and_stride / "
                "create_tensors_for_all_groups)")
-          for path, line in (
-              ("cute/hopper/kernel/grouped_gemm/grouped_gemm.py", 2193),
-              ("cute/hopper/kernel/grouped_gemm/grouped_gemm.py", 2294),
-              ("cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", 2005),
-              ("cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", 2153),
-              ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",
-               2854),
-              ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",
-               2862),
-              ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",
-               3051),
-              ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",
-               3058),
-              ("cute/blackwell/kernel/blockscaled_grouped_gemm/"
-               "sm103_grouped_blockscaled_gemm.py", 2798),
-              ("cute/blackwell/kernel/blockscaled_grouped_gemm/"
-               "sm103_grouped_blockscaled_gemm.py", 2805),
-              ("cute/blackwell/kernel/blockscaled_grouped_gemm/"
-               "sm103_grouped_blockscaled_gemm.py", 2976),
-              ("cute/blackwell/kernel/blockscaled_grouped_gemm/"
-               "sm103_grouped_blockscaled_gemm.py", 2983),
-          )),
+          for path, line in _CUTLASS_TABLES),
         _one(f"{_CUT}/cute/blackwell/kernel/distributed/distributed_all_gather_gemm_blackwell.py",
              2199, 2201, "int64 torch.tensor of symmetric-memory buffer_ptrs"),
         _one(f"{_CUT}/cute_ext/blackwell/dense_gemm_ptr_array.py", 374, 378,
@@ -321,24 +313,7 @@ VERDICTS: dict[tuple[str, str, int, str], tuple[bool, str]] = {
     **{("cutlass", f"{_CUT}/{path}", line, "DP002"): (
         True, "torch.tensor(ptrs, int64) of per-group device data_ptr()s from the helper's "
               "tuple")
-       for path, line in (
-           ("cute/hopper/kernel/grouped_gemm/grouped_gemm.py", 2193),
-           ("cute/hopper/kernel/grouped_gemm/grouped_gemm.py", 2294),
-           ("cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", 2005),
-           ("cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", 2153),
-           ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py", 2854),
-           ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py", 2862),
-           ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py", 3051),
-           ("cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py", 3058),
-           ("cute/blackwell/kernel/blockscaled_grouped_gemm/sm103_grouped_blockscaled_gemm.py",
-            2798),
-           ("cute/blackwell/kernel/blockscaled_grouped_gemm/sm103_grouped_blockscaled_gemm.py",
-            2805),
-           ("cute/blackwell/kernel/blockscaled_grouped_gemm/sm103_grouped_blockscaled_gemm.py",
-            2976),
-           ("cute/blackwell/kernel/blockscaled_grouped_gemm/sm103_grouped_blockscaled_gemm.py",
-            2983),
-       )},
+       for path, line in _CUTLASS_TABLES},
     ("cutlass", f"{_CUT}/cute/blackwell/kernel/distributed/distributed_all_gather_gemm_blackwell.py",
      2199, "DP002"): (True, "torch.tensor(hdl.buffer_ptrs, int64): symmetric-memory peers"),
     ("cutlass", f"{_CUT}/cute_ext/blackwell/dense_gemm_ptr_array.py", 374, "DP002"): (
