@@ -10,21 +10,30 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from devptr.lint._config import Config
 from devptr.lint.catalogue import SOURCE_SPELLINGS
 from devptr.lint.engine import _syntax as syn
-from devptr.lint.engine._analyzer import ModuleAnalyzer
-from devptr.lint.engine._files import SourceError, iter_python_files, read_source, universal_newlines
+from devptr.lint.engine._evaluator import Evaluator
+from devptr.lint.engine._files import (
+    DefaultExcludes,
+    Excludes,
+    iter_python_files,
+    read_source,
+    universal_newlines,
+)
 from devptr.lint.engine._finding import Finding, collapse_helper_findings
 from devptr.lint.engine._pool import worker_pool
 from devptr.lint.engine._project import ModuleNamer, ProjectIndex, module_name
 from devptr.lint.engine._suppress import is_suppressed, suppressions
 from devptr.lint.engine._values import Summary, Val
-from devptr.lint.rules import RULES, Rule
+from devptr.lint.engine.rules import RULES, Rule, RuleSet
+from devptr.lint.errors import SourceError
+
+if TYPE_CHECKING:
+    from devptr.lint._config import Config
 
 _STRONG_TOKENS: Final = syn.covering(SOURCE_SPELLINGS | {"_ptrs"})
 """Text that can start a finding by itself: the catalogue's source spellings, and names
@@ -119,13 +128,12 @@ def _analyze(
     if not module and path != "<string>" and os.path.isfile(path):
         module, is_package = module_name(Path(path))
     tree = ast.parse(source, filename=path)
-    analyzer = ModuleAnalyzer(tree, source, path, module, project, is_package=is_package)
+    analyzer = Evaluator(tree, source, path, module, project, is_package=is_package,
+                         rules=RuleSet(rules))
     emitted = analyzer.run()
     table = suppressions(source) if honour else {}
     out = []
     for e in emitted:
-        if rules is not None and e.rule not in rules:
-            continue
         if table and is_suppressed(table, e.rule.value, e.stmt_first, e.stmt_last):
             continue
         out.append(Finding(
@@ -202,8 +210,8 @@ def _summarize_job(job: _Job) -> tuple[str, dict[str, Summary]]:
     try:
         source = universal_newlines(read_source(job.path).text)
         tree = ast.parse(source, filename=job.path)
-        analyzer = ModuleAnalyzer(tree, source, job.path, job.module, None,
-                                  is_package=job.is_package)
+        analyzer = Evaluator(tree, source, job.path, job.module, None,
+                             is_package=job.is_package)
         return job.module, {k: v for k, v in analyzer.summarize().items() if v.exported}
     except (SyntaxError, RecursionError, ValueError):  # SourceError is a ValueError
         return "", {}
@@ -265,7 +273,7 @@ def analyze_paths(
     list of FileResult
         One per Python file, in walking order.
     """
-    cfg = config if config is not None else Config()
+    cfg: Excludes = config if config is not None else DefaultExcludes()
     if rules is None and config is not None:
         rules = config.rules()
     files = list(iter_python_files(paths, cfg, force_exclude=force_exclude))
