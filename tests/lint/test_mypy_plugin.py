@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lint._expect import FIXTURES, expected, fixture_files
+from tests.lint._expect import FIXTURES, expected, fixture, fixture_files
 
 mypy_api = pytest.importorskip("mypy.api")
 
@@ -69,7 +69,7 @@ def _reveals(path: Path, plugin: bool, tmp: Path) -> list[str]:
 
 
 def test_plugin_changes_no_other_type(tmp_path: Path) -> None:
-    path = FIXTURES / "types_unchanged.py"
+    path = fixture("types_unchanged.py")
     with_plugin = _reveals(path, True, tmp_path)
     without = _reveals(path, False, tmp_path)
     n = len(path.read_text().split("reveal_type(")) - 1
