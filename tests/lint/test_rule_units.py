@@ -97,3 +97,33 @@ def test_units_share_the_base_and_document_themselves() -> None:
         assert unit.name and unit.summary and unit.why and unit.fix and unit.mypy_code
         assert unit.default == (unit.category == "defect")
         assert unit.rule.info is unit
+
+
+def test_the_call_fast_path_covers_every_name_the_catalogue_tests_check() -> None:
+    """``Evaluator._call`` skips ``_catalogued_call``/``_conversion_call`` for names outside
+    ``_CATALOGUED``/``_CATALOGUED_BASES``: every name those two compare with must be in them."""
+    from devptr.lint import catalogue as cat
+    from devptr.lint.engine import _evaluator as ev
+
+    tree = ast.parse(Path(ev.__file__).read_text())
+    bodies = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+              and n.name in ("_catalogued_call", "_conversion_call")]
+    assert len(bodies) == 2
+    checked = 0
+    for body in bodies:
+        for cmp in (n for n in ast.walk(body) if isinstance(n, ast.Compare)):
+            if not (isinstance(cmp.left, ast.Name) and cmp.left.id in ("name", "base")):
+                continue
+            known = ev._CATALOGUED if cmp.left.id == "name" else ev._CATALOGUED_BASES
+            for right in cmp.comparators:
+                if isinstance(right, ast.Constant):
+                    names = {right.value}
+                elif isinstance(right, ast.Tuple):
+                    names = {e.value for e in right.elts if isinstance(e, ast.Constant)}
+                elif isinstance(right, ast.Attribute) and isinstance(right.value, ast.Name):
+                    names = set(getattr(cat, right.attr))
+                else:
+                    raise AssertionError(f"unexpected comparison at line {cmp.lineno}")
+                assert names <= known, (cmp.lineno, sorted(names - known))
+                checked += 1
+    assert checked >= 20

@@ -78,6 +78,22 @@ _NO_VALUE: Final[Val | None] = None
 HOST_ADDR: Final = Val(Kind.ADDR, host=True)
 DEVICE_ADDR_PAIR: Final = Val(Kind.TUPLE, items=(None, ADDR))
 
+_CAST_METHODS: Final = frozenset({"to", "astype", "type"})
+"""Methods converting an array or tensor to the dtype they are given."""
+
+
+def _joined_addresses(vals: list[Val]) -> Val | None:
+    """One value for the addresses several properties of one name return (None for
+    none)."""
+    if not vals:
+        return None
+    if len(vals) == 1:
+        return vals[0]
+    if vals[0].kind is Kind.ADDR_SEQ:
+        return seq_of(vals)
+    return Val(Kind.ADDR, host=all(v.host for v in vals))
+
+
 _FILL_VALUE_ARG: Final = {"fill_": 0, "fill": 0, "index_fill_": 2}
 """Methods of :data:`~devptr.lint.catalogue.STORE_METHODS` that fill an array with one
 value, and the position of that value (``t.index_fill_(dim, index, value)``)."""
@@ -173,7 +189,20 @@ class Evaluator:
         self._stmt: ast.stmt | None = None
         self._properties: dict[str, set[str]] = {}
         """Property name -> the ``Class.name`` keys of the module's properties so named."""
+        self._abstract: set[str] = set()
+        """``Class.name`` keys of properties whose body only raises (abstract ones)."""
+        self._addressless: set[str] = set()
+        """Functions and methods of the module whose body holds no address source and
+        whose every return is a value the body built that holds nothing address-like (a
+        list of offsets), not an unknown one: a call of one gives no address, whatever
+        the name it is bound to says."""
+        self._imported_modules: frozenset[str] | None = None
+        self.attr_reads: set[str] = set()
+        """Attributes named like addresses read on values of unknown type and not
+        resolved in this module: properties of other modules may give them."""
         self._quiet_nodes: set[int] = set()
+        self._narrowed: set[int] = set()
+        """Table constructor calls converted at once to a dtype narrower than 64 bits."""
         self._host_classes: dict[int, bool] = {}
         self._base_names: frozenset[str] | None = None
         self._evaluated: tuple[ast.Call, list[Val | None], list[Val | None]] | None = None
@@ -358,21 +387,48 @@ class Evaluator:
             self.unresolved.add(name)
 
     def property_value(self, attr: str) -> Val | None:
-        """What reading attribute *attr* gives when every property of that name in the
-        module returns device or host addresses (``seq.kv_blocks_ptr`` of a property
+        """What reading attribute *attr* gives when the properties of that name in the
+        module return device or host addresses (``seq.kv_blocks_ptr`` of a property
         ``return self._ids.data_ptr()``): addresses kept behind a property of another
-        class. None otherwise (one such property that does not, or none)."""
+        class, or of a class of a module this one imports (:meth:`imported_property`).
+
+        Abstract properties (a body that only raises) say nothing; every other property
+        so named must return addresses, at least one of them known ones (not only named
+        so, like a placeholder's ``return self._ptr``). None otherwise."""
         keys = self._properties.get(attr)
         if not keys:
-            return None
-        found = [self.functions.get(k) for k in keys]
+            return self.imported_property(attr)
+        concrete = [k for k in keys if k not in self._abstract]
+        found = [self.functions.get(k) for k in concrete]
         vals = [f.returns for f in found if f is not None and f.returns is not None]
-        if len(vals) != len(keys) or not all(
-            v.kind in (Kind.ADDR, Kind.ADDR_SEQ) and not v.by_name for v in vals
+        if not concrete or len(vals) != len(concrete) or not all(
+            v.kind in (Kind.ADDR, Kind.ADDR_SEQ) for v in vals
         ):
             return None
-        return vals[0] if len(vals) == 1 else seq_of(vals) if vals[0].kind is Kind.ADDR_SEQ else (
-            Val(Kind.ADDR, host=all(v.host for v in vals)))
+        return _joined_addresses([v for v in vals if not v.by_name])
+
+    def imported_property(self, attr: str) -> Val | None:
+        """What reading *attr* gives when it is a property returning addresses of a class
+        of a module this module imports from (``from .sequence_descriptor import
+        DSSequenceDescriptor``), as the project index recorded it; None without one."""
+        if self.project is None or not self.project.properties:
+            return None
+        if self._imported_modules is None:
+            known = self.project.modules
+            self._imported_modules = frozenset(
+                m for target in self.names.aliases.values()
+                if (m := target if target in known else self.project.module_of(target))
+            )
+        return _joined_addresses([
+            v for m in sorted(self._imported_modules)
+            if (v := self.project.properties.get(m, {}).get(attr)) is not None
+        ])
+
+    def exported_properties(self) -> dict[str, Val]:
+        """The module's properties that give addresses (:meth:`property_value`), by name:
+        what modules importing this one learn (recorded in the project index)."""
+        return {attr: val for attr in sorted(self._properties)
+                if (val := self.property_value(attr)) is not None}
 
     def _call_summary(
         self, node: ast.Call, summary: Summary, vals: list[Val | None], scope: Scope,
@@ -514,6 +570,8 @@ class Evaluator:
             for d in fn.decorator_list
         ):
             self._properties.setdefault(fn.name, set()).add(key)
+            if syn.is_abstract_body(fn):
+                self._abstract.add(key)
         positional = [*fn.args.posonlyargs, *fn.args.args]
         if scope.cls is not None and positional and not any(
             isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list
@@ -535,6 +593,15 @@ class Evaluator:
             made = summary_of(inner, fn.returns, params, self.names)
             if made.interesting or key not in self.functions:
                 self.functions[key] = made
+            first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+            known = bool(inner.returns) and all(
+                r is not None and r.kind is not Kind.PARAM and not carries_address(r)
+                for r in inner.returns
+            )  # every return is a value it built (a list, an array), none an unknown one
+            if known and not (made.returns_params or made.twos_params or self.text.hot(
+                syn.SOURCE_TRIGGER, first, fn.end_lineno or first
+            )):
+                self._addressless.add(key)
         summary = self.functions.get(key)
         if summary is not None and summary.returns is not None and not (
             summary.params or summary.sinks
@@ -635,8 +702,13 @@ class Evaluator:
         self, target: ast.expr, val: Val | None, value: ast.expr | None, scope: Scope
     ) -> None:
         if isinstance(target, ast.Name):
-            if val is None and value is not None and syn.is_plain_literal(value):
-                scope.env[target.id] = None  # ptr = 0: a counter, not an address by name
+            if value is not None and (
+                (val is None and syn.is_number_of_literal(value, self.names))
+                or ((val is None or val.by_name) and self._gives_no_address(value, scope))
+            ):
+                # ptr = 0, ptr = np.int64(0): a counter; pointers = self._offsets(n): a
+                # helper of this module that makes no address; not addresses by name
+                scope.env[target.id] = None
             elif val is None:
                 scope.env.pop(target.id, None)
             else:
@@ -679,6 +751,18 @@ class Evaluator:
         for i, t in enumerate(target.elts):
             item = items[i] if i < len(items) else None
             self._assign(t.value if isinstance(t, ast.Starred) else t, item, None, scope)
+
+    def _gives_no_address(self, value: ast.expr, scope: Scope) -> bool:
+        """Whether *value* calls a function or method of this module known to make no
+        address (:attr:`_addressless`)."""
+        if not isinstance(value, ast.Call):
+            return False
+        func = value.func
+        if isinstance(func, ast.Name) and not self.names.is_imported(func.id):
+            return func.id in self._addressless
+        if isinstance(func, ast.Attribute) and _is_self(func.value) and scope.cls:
+            return f"{scope.cls}.{func.attr}" in self._addressless
+        return False
 
     def _store(self, target: ast.Subscript, val: Val | None, value: ast.expr | None,
                scope: Scope) -> None:
@@ -886,6 +970,10 @@ class Evaluator:
         held = self.property_value(node.attr) if recv is None or recv.kind is Kind.PARAM else None
         if held is not None:
             return held  # seq.kv_blocks_ptr: a property of the module returning addresses
+        if (recv is None or recv.kind is Kind.PARAM) and node.attr not in self._properties and (
+            by_name(node.attr) is not None
+        ):
+            self.attr_reads.add(node.attr)  # a property of another module may give it
         if recv is None:
             if node.attr == "addr":
                 return CHECKED_U64  # DevicePtr.addr: devptr's unsigned value
@@ -1306,7 +1394,10 @@ class Evaluator:
             return joined
         if data is not None and data.kind is Kind.ADDR_ARRAY:
             return Val(Kind.ADDR_ARRAY, lib=lib, dtype=dt or data.dtype)
-        if (data is None or data.kind is Kind.PLAIN_LIST) and data_node is not None:
+        if (data is None or data.kind is Kind.PLAIN_LIST) and data_node is not None and not (
+            isinstance(data_node, ast.Name) and data_node.id in scope.env
+            and scope.env[data_node.id] is None
+        ):  # (a name bound to a number or to a helper's non-address: not guessed)
             data_name = None if isinstance(data_node, ast.Call) else syn.last_name(data_node)
             if data_name is not None and syn.ADDRESS_LIST_NAME_RE.search(data_name):
                 data = ADDR_SEQ_BY_NAME  # a list named for addresses (peer IPC addresses)
@@ -1315,6 +1406,10 @@ class Evaluator:
             dt = data.dtype
         if data is not None and data.kind is Kind.PARAM and not dtype_unknown:
             self._sink(node, "table", scope, data, dtype=dt, ctor=name)
+            return Val(Kind.ARRAY, lib=lib, dtype=dt)
+        if data is not None and data.by_name and id(node) in self._narrowed:
+            # torch.tensor(kvs_addr).to(torch.uint8): values the code narrows at once to
+            # fewer than 64 bits (bytes) are not addresses, whatever their name says
             return Val(Kind.ARRAY, lib=lib, dtype=dt)
         if (data is not None and data.kind in (Kind.ADDR_SEQ, Kind.TUPLE)) or is_addr(data):
             if not dtype_unknown and carries_address(data):
@@ -1352,6 +1447,10 @@ class Evaluator:
         self, node: ast.Call, func: ast.Attribute, scope: Scope
     ) -> Val | None:
         attr = func.attr
+        if attr in _CAST_METHODS and isinstance(func.value, ast.Call):
+            to = node.args[0] if node.args else syn.kwarg(node, "dtype")
+            if to is not None and syn.is_narrow_dtype(to, self.names):
+                self._narrowed.add(id(func.value))  # torch.tensor(v).to(torch.uint8)
         if attr in cat.ADDRESS_METHODS:
             recv_val = self.eval(func.value, scope)
             host = recv_val is not None and recv_val.host

@@ -28,7 +28,7 @@ from devptr.lint.engine._finding import Finding, collapse_helper_findings
 from devptr.lint.engine._pool import worker_pool
 from devptr.lint.engine._project import ModuleNamer, ProjectIndex, module_name
 from devptr.lint.engine._suppress import is_suppressed, suppressions
-from devptr.lint.engine._values import Summary
+from devptr.lint.engine._values import Summary, Val
 from devptr.lint.engine.rules import RULES, Rule, RuleSet
 from devptr.lint.errors import SourceError
 
@@ -103,14 +103,28 @@ def analyze_source(
         When *source* does not parse.
     """
     return collapse_helper_findings(
-        _analyze(source, path, project, module, rules, honour_suppressions)[0]
+        _analyze(source, path, project, module, rules, honour_suppressions).findings
     )
+
+
+@attrs.frozen
+class _Analysis:
+    """One module's findings and what the rest of the tree learns from it."""
+
+    findings: list[Finding]
+    functions: dict[str, Summary]
+    unresolved: set[str]
+    """Calls into other modules that got addresses."""
+    properties: dict[str, Val]
+    """Its properties that give addresses."""
+    attr_reads: set[str]
+    """Attributes named like addresses it reads that another module's property may give."""
 
 
 def _analyze(
     source: str, path: str, project: ProjectIndex | None, module: str,
     rules: frozenset[Rule] | None, honour: bool, *, is_package: bool = False,
-) -> tuple[list[Finding], dict[str, Summary], set[str]]:
+) -> _Analysis:
     if not module and path != "<string>" and os.path.isfile(path):
         module, is_package = module_name(Path(path))
     tree = ast.parse(source, filename=path)
@@ -127,7 +141,8 @@ def _analyze(
             end_line=e.span.end_line, end_col=e.span.end_col, message=e.message,
             category=RULES[e.rule].category, fix=e.fix, sink=e.sink,
         ))
-    return sorted(out), analyzer.functions, analyzer.unresolved
+    return _Analysis(sorted(out), analyzer.functions, analyzer.unresolved,
+                     analyzer.exported_properties(), analyzer.attr_reads)
 
 
 @attrs.frozen
@@ -156,6 +171,8 @@ class _Done:
     module: str = ""
     functions: dict[str, Summary] = attrs.field(factory=dict)
     unresolved: frozenset[str] = frozenset()
+    properties: dict[str, Val] = attrs.field(factory=dict)
+    attr_reads: frozenset[str] = frozenset()
 
 
 def _run_job(job: _Job) -> _Done:
@@ -168,7 +185,7 @@ def _run_job(job: _Job) -> _Done:
         return _Done(FileResult(shown))
     module = job.module
     try:
-        findings, functions, unresolved = _analyze(
+        done = _analyze(
             source, shown, job.project, module, job.rules, True, is_package=job.is_package
         )
     except SyntaxError as exc:
@@ -179,9 +196,9 @@ def _run_job(job: _Job) -> _Done:
         return _Done(FileResult(shown, error=f"syntax error: {exc}"))
     except Exception as exc:  # an engine bug must not hide the other files' findings
         return _Done(FileResult(shown, error=f"internal engine error: {exc!r}"))
-    keep = {k: v for k, v in functions.items() if v.exported}
-    return _Done(FileResult(shown, tuple(findings), parsed=True), module, keep,
-                 frozenset(unresolved))
+    keep = {k: v for k, v in done.functions.items() if v.exported}
+    return _Done(FileResult(shown, tuple(done.findings), parsed=True), module, keep,
+                 frozenset(done.unresolved), done.properties, frozenset(done.attr_reads))
 
 
 def _run_chunk(jobs: list[_Job]) -> list[_Done]:
@@ -331,6 +348,7 @@ def _analyze_tree(
         for d in done:
             if d.functions:
                 index.add(d.module, d.functions)
+            index.add_properties(d.module, d.properties)
         wanted = {
             mod for d in done for name in d.unresolved
             if index.lookup(name) is None and (mod := index.module_of(name)) is not None
@@ -345,8 +363,9 @@ def _analyze_tree(
         for module, functions in summaries:
             if module:
                 index.add(module, functions)
-        if not len(index):
+        if not len(index) and not index.properties:
             return [d.result for d in done]
+        property_names = index.property_names()
         spellings = _Spellings(index.source_spellings())
         unparsed = [i for i, d in enumerate(done) if not d.result.parsed and d.result.error is None]
         mentions = dict(zip(unparsed, spellings.mentioned([paths[i] for i in unparsed], pool, jobs),
@@ -355,7 +374,9 @@ def _analyze_tree(
         for i, d in enumerate(done):
             if d.result.error is not None:
                 continue
-            if d.result.parsed and not any(index.lookup(n) for n in d.unresolved):
+            if d.result.parsed and not any(index.lookup(n) for n in d.unresolved) and not (
+                d.attr_reads & property_names
+            ):
                 continue
             if not d.result.parsed and not mentions[i]:
                 continue

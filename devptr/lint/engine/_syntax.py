@@ -92,11 +92,60 @@ def literal_dtype(node: ast.AST, names: Names) -> DType | None:
     return None
 
 
+_NARROW: Final = frozenset({"uint8", "int8", "int16", "uint16", "int32", "uint32", "bool",
+                            "float16", "bfloat16", "float32", "half", "short", "byte"})
+
+
+def is_narrow_dtype(node: ast.AST, names: Names) -> bool:
+    """Whether *node* spells a dtype narrower than 64 bits (``torch.uint8``, ``"int32"``,
+    ``np.float32``): values converted to one are not addresses the code means to keep."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.lower() in _NARROW
+    name = names.qual(node)
+    if name is None:
+        return False
+    head, _, attr = name.rpartition(".")
+    return head in ("torch", "numpy") and attr in _NARROW
+
+
 def is_plain_literal(node: ast.AST) -> bool:
     """Whether *node* is a literal number, string, bool or None (``0``, ``-1``, ``2**20``)."""
     if isinstance(node, ast.Constant):
         return node.value is None or isinstance(node.value, int | float | str | bool)
     return int_value(node) is not None
+
+
+NUMBER_TYPES: Final = frozenset(
+    {"int", "float", *(f"numpy.{t}" for t in (
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "intp",
+        "float32", "float64"))}
+)
+"""Scalar number constructors: ``numpy.int64(0)`` is a number, as ``0`` is."""
+
+
+def is_number_of_literal(node: ast.AST, names: Names) -> bool:
+    """Whether *node* is a literal number or a scalar number type called on literals
+    (``numpy.int64(0)``, ``int(4)``): a counter's start, not an address by its name."""
+    if is_plain_literal(node):
+        return True
+    return (
+        isinstance(node, ast.Call) and not node.keywords and len(node.args) <= 1
+        and names.qual(node.func) in NUMBER_TYPES
+        and all(is_plain_literal(a) for a in node.args)
+    )
+
+
+def is_abstract_body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether *fn*'s body (after its docstring) only raises, passes or is ``...``: an
+    abstract method, which says nothing about what its overrides return."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return all(
+        isinstance(s, ast.Raise | ast.Pass)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        for s in body
+    )
 
 
 def int_value(node: ast.AST) -> int | None:
@@ -267,6 +316,10 @@ def covering(spellings: Iterable[str]) -> tuple[str, ...]:
     every = frozenset(spellings)
     return tuple(sorted(s for s in every if not any(o != s and o in s for o in every)))
 
+
+SOURCE_TRIGGER: Final = covering({spelling.lower() for spelling in cat.SOURCE_SPELLINGS})
+"""Lowercase text of the catalogue's address sources (``data_ptr``, ``cudamalloc``...): a
+function body without any holds no address of its own (it may still pass one along)."""
 
 FUNCTION_TRIGGER: Final = covering(
     {spelling.lower() for spelling in cat.SOURCE_SPELLINGS}
