@@ -331,7 +331,8 @@ def lamport_allreduce(
     device are kept, looked up by identity; closing it is still caught on every call), a
     call signature (dtype, shape, phase, knobs) once, and the compiled kernel is launched
     through the :class:`devptr.kernels._launch.Bound` kept for that signature and the 16-byte
-    alignment of ``x`` and ``out`` (on Triton 3.6, the launcher's C entry point itself). The
+    alignment of ``x`` and ``out`` (with a Triton release in
+    :data:`devptr.kernels._launch.KNOWN_LAUNCHERS`, the launcher's C entry point itself). The
     per-call checks (tensor type, device, ``out``'s dtype, shape, device and contiguity,
     ``max_spins``, closed) stay. With ``out`` given, a call allocates nothing.
     """
