@@ -304,20 +304,6 @@ class FastKernel:
             except TypeError as exc:  # a launcher of another shape: generic path from now on
                 refused = _refused(exc)
                 self._bound.clear()
-        self._generic(device, grid, key, args, meta, num_warps)
-        if refused is not None:  # after the launch: a warnings filter of "error" loses no work
-            warnings.warn(refused, DirectLaunchWarning, stacklevel=3)
-
-    def _generic(
-        self,
-        device: torch.device,
-        grid: tuple[int, int, int],
-        key: object,
-        args: Sequence[object],
-        meta: Mapping[str, object],
-        num_warps: int,
-    ) -> None:
-        """Launch through ``kernel[grid]`` and keep a :class:`Bound` for the direct path."""
         self.jit_module()
         ctx = (
             torch.cuda.device(device)
@@ -332,6 +318,8 @@ class FastKernel:
             if sorted(tail_names) == sorted(meta) and device.index is not None:
                 tail = tuple(meta[n] for n in tail_names)
                 self._bound[key] = _bind(got, device.index, tail)
+        if refused is not None:  # after the launch: a warnings filter of "error" loses no work
+            warnings.warn(refused, DirectLaunchWarning, stacklevel=2)
 
 
 def device_key(device: torch.device) -> tuple[str, int | None]:
