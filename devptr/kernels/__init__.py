@@ -15,6 +15,7 @@ first launch to run the kernels on the CPU (tables and memory on the CPU).
 from devptr import SizeBuffer
 from devptr.kernels._addr_arg import addr_arg, addr_jit, compiled_variants, specialization_key
 from devptr.kernels._errors import AddrParamError, TritonUnavailableError
+from devptr.kernels._launch import DirectLaunchWarning
 from devptr.kernels._memcpy import (
     SEGMENT_COLUMNS,
     MemmoveKind,
@@ -35,6 +36,7 @@ __all__ = [
     "SEGMENT_COLUMNS",
     "STATE_META_COLUMNS",
     "AddrParamError",
+    "DirectLaunchWarning",
     "LamportTableOwner",
     "MemmoveKind",
     "SizeBuffer",
