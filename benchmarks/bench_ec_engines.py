@@ -10,10 +10,15 @@ slot ``i`` (one descriptor per block). Compared in the same run, on the same blo
   it is the kernel);
 - ``EC kernel (before)``: the same call with ``path="kernel"`` (the only device path
   before the dispatcher);
-- ``SM kernel, tables ready``: ``devptr.kernels.batch_memcpy`` on device tables;
+- ``SM kernel, tables ready``: ``devptr.kernels.batch_memcpy`` on device tables (a floor:
+  no engine given host tables can skip their upload);
+- ``SM kernel, host tables``: the same launch after one upload of the host tables (one
+  ``copy_`` of the three pinned columns), as a caller holding host descriptors runs it;
 - ``copy engines, one native call``: ``cudaMemcpyBatchAsync`` on host uint64 tables that
   are already filled, made the way vLLM's C++ ``swap_blocks_batch`` makes it (one call,
   stream-ordered source access);
+- ``copy engines, 4 streams``: the same call on four quarters of the tables, each on its
+  own stream (the current one and three that wait for it and that it waits for);
 - ``torch per-block loop``: ``dst[i].copy_(src[i], non_blocking=True)``;
 - ``contiguous``: one ``copy_`` of the whole batch (the ceiling for these bytes).
 
@@ -96,6 +101,14 @@ def run_case(
     )  # fmt: skip
     hs, hd, hk = (np.ascontiguousarray(a) for a in bufs.numpy(n))
     ds, dd, dk = (torch.from_numpy(a.view(np.int64)).to(device).view(torch.uint64) for a in (hs, hd, hk))
+    host_tab = torch.from_numpy(np.concatenate([hs, hd, hk]).view(np.int64)).pin_memory()
+    dev_tab = torch.empty_like(host_tab, device=device)
+    ts, td, tk = (dev_tab[j * n : (j + 1) * n].view(torch.uint64) for j in range(3))
+
+    def sm_host_tables() -> None:
+        dev_tab.copy_(host_tab, non_blocking=True)
+        batch_memcpy(ts, td, tk, n, max_size=block)
+
     rt = E.cuda_runtime()
     stream = torch.cuda.current_stream().cuda_stream
 
@@ -107,9 +120,13 @@ def run_case(
         "EC auto": lambda: bufs.swap(n),
         "EC kernel (before)": lambda: bufs.swap(n, path="kernel"),
         "SM kernel, tables ready": lambda: batch_memcpy(ds, dd, dk, n, max_size=block),
+        "SM kernel, host tables": sm_host_tables,
     }
     if rt is not None and rt.has_batch:
         fns["copy engines, one native call"] = lambda: rt.batch(hd, hs, hk, stream, False)
+        fns["copy engines, 4 streams"] = lambda: E.copy_engines(
+            hs, hd, hk, device, streams=4, has_empty=False
+        )
         if direction != "D2D":
             fns["SM + copy engines, half each"] = lambda: E.split_copy(hs, hd, hk, (ds, dd, dk), device, 0.5)
     fns["torch per-block loop"] = torch_loop
@@ -131,11 +148,17 @@ def run_case(
     torch.cuda.synchronize()
     samples: dict[str, list[float]] = {k: [] for k in live}
     single: dict[str, list[float]] = {k: [] for k in ("EC auto", "EC kernel (before)") if k in live}
+    first: dict[str, list[float]] = {k: [] for k in single}
+    later: dict[str, list[float]] = {k: [] for k in single}
     for _ in range(iters):
         for k, f in live.items():
             samples[k].append(_event_time(f, number))
-        for k in single:
-            single[k].append(_event_time(live[k], 1))
+        order = list(single) if len(samples[next(iter(samples))]) % 2 else list(reversed(single))
+        for j, k in enumerate(order):  # alternate which goes first after the batches above
+            torch.cuda.synchronize()
+            t = _event_time(live[k], 1)
+            single[k].append(t)
+            (first if j == 0 else later)[k].append(t)
     bufs.swap(n)
     choice = last_engine_choice()
     if profile:
@@ -171,11 +194,8 @@ def run_case(
             pstats.Stats(pr).sort_stats("tottime").print_stats(14)
     pool.release(bufs)
     gbps = {k: nbytes / statistics.median(v) / 1e9 for k, v in samples.items()}
-    rivals = [
-        gbps[k]
-        for k in ("SM kernel, tables ready", "copy engines, one native call", "torch per-block loop")
-        if k in gbps
-    ]
+    rivals = [gbps[k] for k in RIVALS if k in gbps]
+    floor = [gbps[k] for k in (*RIVALS, "SM kernel, tables ready") if k in gbps]
     return {
         "direction": direction,
         "block": block,
@@ -185,20 +205,35 @@ def run_case(
         "GBps": gbps,
         "median_ms": {k: statistics.median(v) * 1e3 for k, v in samples.items()},
         "single_GBps": {k: nbytes / statistics.median(v) / 1e9 for k, v in single.items()},
+        "single_us": {k: statistics.median(v) * 1e6 for k, v in single.items()},
+        "single_us_when_first": {k: statistics.median(v) * 1e6 for k, v in first.items() if v},
+        "single_us_when_second": {k: statistics.median(v) * 1e6 for k, v in later.items() if v},
         "calls_per_sample": number,
         "auto_engine": None if choice is None else choice.engine,
         "auto_reason": None if choice is None else choice.reason,
         "auto_fraction": None if choice is None else choice.fraction,
         "auto_vs_best": gbps.get("EC auto", 0.0) / max(rivals) if rivals else None,
+        "auto_vs_best_with_ready_tables": gbps.get("EC auto", 0.0) / max(floor) if floor else None,
+        "auto_streams": None if choice is None else choice.streams,
         "auto_vs_contiguous": gbps.get("EC auto", 0.0) / gbps["contiguous"],
     }
 
+
+RIVALS = (
+    "SM kernel, host tables",
+    "copy engines, one native call",
+    "copy engines, 4 streams",
+    "torch per-block loop",
+)
+"""The engines a caller holding host descriptor tables could run instead (the target's rivals)."""
 
 COLS = [
     "EC auto",
     "EC kernel (before)",
     "SM kernel, tables ready",
+    "SM kernel, host tables",
     "copy engines, one native call",
+    "copy engines, 4 streams",
     "SM + copy engines, half each",
     "torch per-block loop",
     "contiguous",
@@ -217,8 +252,9 @@ def markdown(res: dict[str, Any]) -> str:
         "",
         "| direction | block | blocks | "
         + " | ".join(f"{c} GB/s" for c in COLS)
-        + " | auto chose | auto / best of three | auto / contiguous | all correct |",
-        "|---|---|---:|" + "---:|" * len(COLS) + "---|---:|---:|---|",
+        + " | auto chose | auto / best rival | auto / best incl. ready tables"
+        + " | auto / contiguous | all correct |",
+        "|---|---|---:|" + "---:|" * len(COLS) + "---|---:|---:|---:|---|",
     ]
     for r in res["rows"]:
         g = r["GBps"]
@@ -226,10 +262,30 @@ def markdown(res: dict[str, Any]) -> str:
         vals = " | ".join(f"{g[c]:.1f}" if c in g else "n/a" for c in COLS)
         best = r["auto_vs_best"]
         chose = r["auto_engine"] if r["auto_engine"] != "split" else f"split ({r['auto_fraction']:.2f} CE)"
+        if r.get("auto_streams", 1) and r.get("auto_streams", 1) > 1:
+            chose += f" x{r['auto_streams']}"
         out.append(
             f"| {r['direction']} | {blk} | {r['blocks']} | {vals} | {chose} | "
-            f"{best:.3f} | {r['auto_vs_contiguous']:.3f} | {all(v is True for v in r['correct'].values())} |"
+            f"{best:.3f} | {r['auto_vs_best_with_ready_tables']:.3f} | {r['auto_vs_contiguous']:.3f} | "
+            f"{all(v is True for v in r['correct'].values())} |"
         )
+    out += [
+        "",
+        "Single batches (device idle at the start, host work exposed), median us per batch:",
+        "",
+        "| direction | block | EC auto us | EC kernel (before) us | auto - kernel us "
+        "| auto / kernel us, each timed first | auto / kernel us, each timed second |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
+    for r in res["rows"]:
+        u = r.get("single_us", {})
+        if "EC auto" in u and "EC kernel (before)" in u:
+            blk = f"{r['block'] // KIB} KiB" if r["block"] < MIB else f"{r['block'] // MIB} MiB"
+            a, k = u["EC auto"], u["EC kernel (before)"]
+            f1, f2 = r.get("single_us_when_first", {}), r.get("single_us_when_second", {})
+            w1 = " / ".join(f"{f1[c]:.1f}" for c in ("EC auto", "EC kernel (before)") if c in f1)
+            w2 = " / ".join(f"{f2[c]:.1f}" for c in ("EC auto", "EC kernel (before)") if c in f2)
+            out.append(f"| {r['direction']} | {blk} | {a:.1f} | {k:.1f} | {a - k:+.1f} | {w1} | {w2} |")
     return "\n".join(out)
 
 
@@ -263,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iters", type=int, default=7)
     ap.add_argument("--directions", default="H2D,D2H,D2D")
     ap.add_argument("--number", type=int, default=4, help="back-to-back batches per timed sample")
+    ap.add_argument(
+        "--profile", action="store_true", help="host-time and cProfile breakdowns (H2D 4 KiB, 4 MiB)"
+    )
     args = ap.parse_args(argv)
     device = torch.device("cuda")
     unregister_swap_op("cuda")
@@ -287,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
         for direction in args.directions.split(","):
             for block in BLOCKS:
                 total = args.total if block >= 64 * KIB else min(args.total, 64 * MIB)
-                prof = direction == "H2D" and block in (4 * KIB, 4 * MIB)
+                prof = args.profile and direction == "H2D" and block in (4 * KIB, 4 * MIB)
                 res["rows"].append(
                     run_case(direction, block, total, args.iters, pool, arenas, args.number, prof)
                 )

@@ -13,9 +13,11 @@ Compared in the same run, on the same tensors and block tables:
   the wheel's ``vllm/v1/worker/mamba_utils.py`` (``--vllm-file``, or
   :func:`tools.wheel_sources.vllm_source_root`), launched as ``run_fused_precopy`` launches it
   (grid ``(R, states, 16)``, ``COPY_BLOCK_SIZE=1024``) on vLLM-built int64 tables;
+- ``devptr.kernels.copy_state_blocks_planned`` on a ``state_copy_plan`` of the batch's
+  tables (one record per busy program);
 - ``devptr.kernels.copy_state_blocks`` with the launcher's defaults for this batch
-  (:func:`devptr.kernels.state_copy_config`), and a sweep of its knobs (tiles, step bytes,
-  warps, step order) that the defaults were read from;
+  (:func:`devptr.kernels.state_copy_config`), and (unless ``--no-sweep``) a few other knobs
+  of both kernels (tiles, step bytes, warps, step order);
 - one ``copy_`` of the same number of bytes between two contiguous buffers (the ceiling for
   this byte count, launch ramp included).
 
@@ -43,7 +45,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _harness as H
 from benchmarks.bench_convention_gpu import find_vllm_file, load_vllm_kernels
 from devptr import DevicePtr, PtrBuffer, PtrTable
-from devptr.kernels import STATE_META_COLUMNS, copy_state_blocks, state_copy_config
+from devptr.kernels import (
+    STATE_META_COLUMNS,
+    StateCopyPlan,
+    copy_state_blocks,
+    copy_state_blocks_planned,
+    state_copy_config,
+    state_copy_plan,
+)
+from devptr.kernels._state_copy import PLAN_NUM_WARPS, STATE_CHUNK
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -135,6 +145,7 @@ class Model:
         if dev is not None:
             for t in (self.bases, self.meta, self.tables):
                 t.to_device()
+        self.plans: dict[int, StateCopyPlan] = {}
         i32 = dict(dtype=torch.int32, device=device)
         self.src_cols = torch.zeros(self.max_reqs, **i32)
         self.dst_cols = torch.ones(self.max_reqs, **i32)
@@ -213,6 +224,30 @@ def devptr_call(m: Model, reqs: int, **kw: Any) -> Callable[[], object]:
     return run
 
 
+def planned_call(
+    m: Model, reqs: int, chunk: int = STATE_CHUNK, num_warps: int = PLAN_NUM_WARPS
+) -> Callable[[], object]:
+    if chunk not in m.plans:
+        m.plans[chunk] = state_copy_plan(m.bases, m.meta, m.tables, chunk=chunk)
+    plan = m.plans[chunk]
+
+    def run() -> object:
+        copy_state_blocks_planned(
+            plan,
+            m.block_table.stride(0),
+            m.src_cols,
+            m.dst_cols,
+            m.bias,
+            reqs,
+            idx_mapping=m.idx,
+            skip_same_block=True,
+            num_warps=num_warps,
+        )
+        return None
+
+    return run
+
+
 def contiguous_call(a: torch.Tensor, b: torch.Tensor) -> Callable[[], object]:
     return lambda: b.copy_(a)
 
@@ -232,16 +267,18 @@ def check(m: Model, reqs: int, fn: Callable[[], object]) -> bool:
     return all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
 
 
+PLAN_SWEEP = ((2048, 2), (4096, 4), (4096, 8), (8192, 4), (8192, 8), (16384, 8))
+"""(chunk, warps) of the planned kernel swept beside its defaults (4 KiB, 2 warps)."""
+
+
 def configs(sweep: bool) -> list[dict[str, Any]]:
+    """Knobs of the table-driven kernel swept beside its defaults (t512 c4K w4 rr)."""
     if not sweep:
         return []
-    out = []
-    for tiles in (32, 64, 128, 256, 512):
-        for chunk in (4096,):
-            for warps in (2, 4):
-                for slices in (False, True):
-                    out.append({"tiles": tiles, "chunk": chunk, "num_warps": warps, "slices": slices})
-    return out
+    return [
+        {"tiles": 256, "chunk": 4096, "num_warps": 4, "slices": True},
+        {"tiles": 256, "chunk": 8192, "num_warps": 8, "slices": False},
+    ]
 
 
 def name_of(kw: dict[str, Any]) -> str:
@@ -262,11 +299,15 @@ def run_case(
     default_kw = state_copy_config(m.copy_bytes, reqs, m.device)
     fns: dict[str, Callable[[], object]] = {
         "vLLM precopy_mamba_align_fused_kernel": vllm_call(kernel, m, reqs),
+        "devptr copy_state_blocks_planned": planned_call(m, reqs),
         "devptr copy_state_blocks (defaults)": devptr_call(m, reqs, **default_kw),
         "devptr copy_state_blocks (adapter's tiles=16, before)": devptr_call(m, reqs, tiles=16),
     }
     for kw in sweep:
         fns[name_of(kw)] = devptr_call(m, reqs, **kw)
+    if sweep:
+        for chunk, warps in PLAN_SWEEP:
+            fns[f"devptr planned c{chunk // KIB}K w{warps}"] = planned_call(m, reqs, chunk, warps)
     ok = {k: check(m, reqs, f) for k, f in fns.items()}
     fns["contiguous copy_ of the same bytes"] = contiguous_call(a, b)
     ok["contiguous copy_ of the same bytes"] = True
@@ -334,6 +375,22 @@ def registers(kernel: Any, m: Model) -> dict[str, Any]:
         num_warps=kw["num_warps"],
     )
     out["devptr"] = {"regs": getattr(k, "n_regs", None), "spills": getattr(k, "n_spills", None), **kw}
+    plan = state_copy_plan(m.bases, m.meta, m.tables)
+    p = _runtime.jit_module("_state_jit")._copy_state_plan_kernel[(plan.records.shape[0], 1)](
+        plan.records,
+        m.src_cols,
+        m.dst_cols,
+        m.bias,
+        m.idx,
+        m.block_table.stride(0),
+        HAS_IDX_MAPPING=True,
+        SKIP_SAME_BLOCK=True,
+        CHUNK=plan.chunk,
+        BYTE_CHUNK=1024,
+        ROW_BLOCK=128,
+        num_warps=4,
+    )
+    out["devptr planned"] = {"regs": getattr(p, "n_regs", None), "spills": getattr(p, "n_spills", None)}
     return out
 
 
@@ -395,7 +452,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_only:
         for r in reqs:
             kws = [state_copy_config(m.copy_bytes, r, device), {"tiles": 16}, *configs(not args.no_sweep)]
-            fns = {"vllm": vllm_call(kernel, m, r), **{str(kw): devptr_call(m, r, **kw) for kw in kws}}
+            planned = {f"planned {c}/{w}": planned_call(m, r, c, w) for c, w in PLAN_SWEEP}
+            fns = {"vllm": vllm_call(kernel, m, r), "planned": planned_call(m, r), **planned}
+            fns.update({str(kw): devptr_call(m, r, **kw) for kw in kws})
             bad = [k for k, f in fns.items() if not check(m, r, f)]
             print(f"{r} request(s): {len(fns) - len(bad)} of {len(fns)} kernels bit-identical; wrong: {bad}")
             if bad:

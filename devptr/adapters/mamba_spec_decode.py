@@ -10,8 +10,9 @@ copy:
   (block stride, conv width, token bytes, copy bytes, rows, row stride, group);
 - ``block_table_ptrs``: one block-table address per Mamba group.
 
-:func:`devptr.kernels.copy_state_blocks` consumes them (:meth:`run_fused_precopy`,
-:meth:`copy_state_blocks`). Config objects are replaced by plain values (see
+:func:`devptr.kernels.state_copy_plan` turns them, once, into one record per copying
+program, which :func:`devptr.kernels.copy_state_blocks_planned` consumes
+(:meth:`run_fused_precopy`, :meth:`copy_state_blocks`). Config objects are replaced by plain values (see
 :mod:`devptr.adapters._mamba_layout`). Every entry point raises
 :class:`NotInitializedError` before
 :meth:`~MambaSpecDecodeMetadata.initialize_from_forward_context` ran (vLLM's
@@ -46,10 +47,10 @@ from devptr.adapters._mamba_layout import (
 )
 from devptr.kernels import (
     STATE_META_COLUMNS,
-    StateCopyConfig,
+    StateCopyPlan,
     StateMeta,
-    copy_state_blocks,
-    state_copy_config,
+    copy_state_blocks_planned,
+    state_copy_plan,
 )
 
 
@@ -81,8 +82,8 @@ class MambaSpecDecodeMetadata:
         self.state_meta = PtrTable(num_states, STATE_META_COLUMNS, device=dev, pin_memory=pin)
         self.block_table_ptrs: PtrBuffer = PtrBuffer(self.num_groups, device=dev, pin_memory=pin)
         self.block_table_stride_req = 0
-        self.launch: StateCopyConfig = state_copy_config([])
-        """``copy_state_blocks`` knobs for these states (set by initialize_from_forward_context)."""
+        self.plan: StateCopyPlan | None = None
+        """The states' copy plan (made by initialize_from_forward_context)."""
         self.is_initialized = False
 
     @classmethod
@@ -169,18 +170,21 @@ class MambaSpecDecodeMetadata:
         self.state_base_addrs.fill(0, bases)
         self.state_meta.fill(0, **{k: np.array(v, dtype=np.int64) for k, v in cols.items()})
         self.block_table_ptrs.fill(0, [DevicePtr.of(t) for t in block_tables])
-        self.launch = state_copy_config(cols["copy_bytes"])
         if self.state_base_addrs.device_type is not None:
             for table in (self.state_base_addrs, self.state_meta, self.block_table_ptrs):
                 table.to_device()
+        # from the host entries just filled: the launch reads no metadata tables
+        self.plan = state_copy_plan(self.state_base_addrs, self.state_meta, self.block_table_ptrs)
         self.is_initialized = True
 
-    def _check_initialized(self, what: str) -> None:
-        if not self.is_initialized:
+    def _check_initialized(self, what: str) -> StateCopyPlan:
+        """The copy plan; raises :class:`NotInitializedError` before initialization."""
+        if not self.is_initialized or self.plan is None:
             raise NotInitializedError(
                 f"{what}() before initialize_from_forward_context(): the state and block-table "
                 "addresses are not known yet"
             )
+        return self.plan
 
     def copy_state_blocks(
         self,
@@ -197,11 +201,9 @@ class MambaSpecDecodeMetadata:
         Conv windows shift by ``token_biases[r]`` accepted tokens (also inside one block:
         memmove); whole-block states copy block ``src_cols[r] + token_biases[r]``.
         """
-        self._check_initialized("copy_state_blocks")
-        copy_state_blocks(
-            self.state_base_addrs,
-            self.state_meta,
-            self.block_table_ptrs,
+        plan = self._check_initialized("copy_state_blocks")
+        copy_state_blocks_planned(
+            plan,
             self.block_table_stride_req,
             src_cols,
             dst_cols,
@@ -209,7 +211,6 @@ class MambaSpecDecodeMetadata:
             num_reqs,
             idx_mapping=idx_mapping,
             skip_same_block=skip_same_block,
-            **self.launch,
         )
 
     def run_fused_precopy(

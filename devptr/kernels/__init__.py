@@ -4,7 +4,9 @@
 - :func:`batch_memcpy_table`: the same, from one PtrTable of :data:`SEGMENT_COLUMNS` (one upload).
 - :func:`memmove_kinds`: the per-segment copy decision alone (no memory is touched).
 - :func:`copy_state_blocks`: Mamba state-block copies driven by block tables
-  (:func:`state_copy_config`: its launch knobs for a batch).
+  (:func:`state_copy_config`: its launch knobs for a batch;
+  :func:`state_copy_plan` / :func:`copy_state_blocks_planned`: the same copies from a
+  precomputed list of busy programs, faster).
 - :class:`SizeBuffer`: host/device byte counts, the partner of two PtrBuffers.
 
 Importing this package does not import Triton; the first launch does, and raises
@@ -26,9 +28,12 @@ from devptr.kernels._memcpy import (
 from devptr.kernels._state_copy import (
     STATE_META_COLUMNS,
     StateCopyConfig,
+    StateCopyPlan,
     StateMeta,
     copy_state_blocks,
+    copy_state_blocks_planned,
     state_copy_config,
+    state_copy_plan,
 )
 from devptr.kernels.lamport import LamportTableOwner, lamport_allreduce
 
@@ -41,6 +46,7 @@ __all__ = [
     "MemmoveKind",
     "SizeBuffer",
     "StateCopyConfig",
+    "StateCopyPlan",
     "StateMeta",
     "TritonUnavailableError",
     "addr_arg",
@@ -49,8 +55,10 @@ __all__ = [
     "batch_memcpy_table",
     "compiled_variants",
     "copy_state_blocks",
+    "copy_state_blocks_planned",
     "lamport_allreduce",
     "memmove_kinds",
     "specialization_key",
     "state_copy_config",
+    "state_copy_plan",
 ]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TypedDict
 
 import torch
@@ -65,6 +66,7 @@ STATE_META_COLUMNS: tuple[tuple[str, Column], ...] = tuple(
 
 _INT_DTYPES = (torch.int32, torch.int64)
 _KERNEL = FastKernel("_state_jit", "_copy_state_blocks_kernel")
+_PLAN_KERNEL = FastKernel("_state_jit", "_copy_state_plan_kernel")
 
 _META_CONSTANTS: dict[str, int] = {
     "NCOLS": len(StateMeta),
@@ -142,6 +144,33 @@ def _index_table(t: object, where: str) -> torch.Tensor:
     return t
 
 
+def _request_tables(
+    src_cols: object,
+    dst_cols: object,
+    token_biases: object,
+    num_reqs: int,
+    idx_mapping: object | None,
+) -> tuple[dict[str, torch.Tensor], int]:
+    """The per-request tables by kernel argument name (``idx_mapping`` when given), each
+    checked to be a 1-D integer tensor long enough for ``num_reqs`` rows."""
+    per_req = {
+        "src_cols": _index_table(src_cols, "src_cols"),
+        "dst_cols": _index_table(dst_cols, "dst_cols"),
+        "token_biases": _index_table(token_biases, "token_biases"),
+    }
+    num_reqs = index_value(num_reqs, "num_reqs", None)
+    if idx_mapping is not None:
+        idx = _index_table(idx_mapping, "idx_mapping")
+        if idx.shape[0] < num_reqs:
+            raise CapacityError(f"idx_mapping holds {idx.shape[0]} entries, num_reqs={num_reqs}")
+        per_req["idx_mapping"] = idx
+    else:
+        short = {k: int(v.shape[0]) for k, v in per_req.items() if v.shape[0] < num_reqs}
+        if short:
+            raise CapacityError(f"num_reqs={num_reqs} exceeds the length of {short}")
+    return per_req, num_reqs
+
+
 def copy_state_blocks(
     state_base_addrs: object,
     state_meta: object,
@@ -198,27 +227,15 @@ def copy_state_blocks(
     else:
         meta = _meta_tensor(state_meta)
     tables_ptrs = _address_table(block_table_ptrs, "block_table_ptrs")
-    src_c = _index_table(src_cols, "src_cols")
-    dst_c = _index_table(dst_cols, "dst_cols")
-    bias_c = _index_table(token_biases, "token_biases")
     if meta.shape[0] != bases.shape[0]:
         raise LengthMismatchError(
             f"{bases.shape[0]} state base addresses but {meta.shape[0]} metadata rows"
         )
-    num_reqs = index_value(num_reqs, "num_reqs", None)
+    per_req, num_reqs = _request_tables(src_cols, dst_cols, token_biases, num_reqs, idx_mapping)
+    src_c, dst_c, bias_c = per_req["src_cols"], per_req["dst_cols"], per_req["token_biases"]
     block_table_stride = uint_value(block_table_stride, "block_table_stride")
     if type(tiles) is not int or not 1 <= tiles <= 65535:
         raise InvalidValueError(f"tiles must be an int in [1, 65535] (got {tiles!r})")
-    per_req = {"src_cols": src_c, "dst_cols": dst_c, "token_biases": bias_c}
-    if idx_mapping is not None:
-        idx = _index_table(idx_mapping, "idx_mapping")
-        if idx.shape[0] < num_reqs:
-            raise CapacityError(f"idx_mapping holds {idx.shape[0]} entries, num_reqs={num_reqs}")
-        per_req["idx_mapping"] = idx
-    else:
-        short = {k: int(v.shape[0]) for k, v in per_req.items() if v.shape[0] < num_reqs}
-        if short:
-            raise CapacityError(f"num_reqs={num_reqs} exceeds the length of {short}")
     device = _tables.same_device(
         {"state_base_addrs": bases, "state_meta": meta, "block_table_ptrs": tables_ptrs, **per_req}
     )
@@ -249,3 +266,148 @@ def copy_state_blocks(
     key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
     raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
     _KERNEL.launch(device, (num_reqs, num_states, tiles), key, args, meta_kw, num_warps, raw)
+
+
+PLAN_WORDS = 8
+"""int64 words per :class:`StateCopyPlan` record (see ``_copy_state_plan_kernel``)."""
+PLAN_NUM_WARPS = 2
+"""Warps per program of :func:`copy_state_blocks_planned`: with one 4 KiB step a program,
+2 warps beat 4 at 1 to 32 requests on an H200 (and 8 lost by 25-35%;
+``benchmarks/results/kernels.md``)."""
+_I32_LIMIT = 1 << 31
+
+
+@dataclass(frozen=True)
+class StateCopyPlan:
+    """The busy programs of one request's state copies, one record each, on the device.
+
+    Made by :func:`state_copy_plan` from the state tables as they are when it is called
+    (their addresses and metadata are copied into the records: make a new plan when the
+    states are re-allocated); used by :func:`copy_state_blocks_planned`.
+    """
+
+    records: torch.Tensor
+    """``[programs, PLAN_WORDS]`` int64 records (device tensor)."""
+    num_states: int
+    chunk: int
+    """Bytes each program moves per step."""
+
+
+def _host_addresses(table: object, where: str) -> tuple[list[int], torch.device]:
+    """An address table's values (int64 bit patterns) read on the host, and its device:
+    a PtrBuffer's host entries (never its mirror), or a tensor's values (a copy to the host
+    when it is on the device)."""
+    if isinstance(table, PtrBuffer):
+        dev = table.device_type
+        return [int(v) for v in table.host(Encoding.I64).tolist()], dev or torch.device("cpu")
+    t = _tables.address_table(table, where)
+    host = t.detach().to("cpu")
+    if host.dtype == torch.uint64:
+        host = host.view(torch.int64)
+    return [int(v) for v in host.tolist()], t.device
+
+
+def state_copy_plan(
+    state_base_addrs: object,
+    state_meta: object,
+    block_table_ptrs: object,
+    *,
+    chunk: int = STATE_CHUNK,
+    device: torch.device | str | None = None,
+) -> StateCopyPlan:
+    """A :class:`StateCopyPlan` for :func:`copy_state_blocks_planned` (same tables as
+    :func:`copy_state_blocks`; read once here, on the host).
+
+    Each state's copy is shared by ``min(MAX_TILES, cdiv(bytes, chunk))`` programs (steps
+    dealt round-robin; dim-first conv windows: one program), and the plan holds one record
+    per such program, so the launch has no idle programs and no per-state metadata loads.
+    PtrBuffer and PtrTable arguments contribute their host entries (what was filled, whether
+    or not it was copied to the device yet); tensors on the device are read back (a sync).
+    ``device``: where the records go (default: the state base table's device: its mirror's
+    for a PtrBuffer, the CPU for host-only tables). Make the plan once, not per step.
+    """
+    if type(chunk) is not int or chunk < 256 or chunk & (chunk - 1):
+        raise InvalidValueError(f"chunk must be a power of two >= 256 (got {chunk!r})")
+    bases, bases_dev = _host_addresses(state_base_addrs, "state_base_addrs")
+    tables, _ = _host_addresses(block_table_ptrs, "block_table_ptrs")
+    if isinstance(state_meta, PtrTable):
+        _meta_tensor(state_meta)  # checks the columns
+        meta_t = state_meta.host(Encoding.I64)
+    else:
+        meta_t = _meta_tensor(state_meta)
+    if meta_t.shape[0] != len(bases):
+        raise LengthMismatchError(f"{len(bases)} state base addresses but {meta_t.shape[0]} metadata rows")
+    if device is None:
+        device = bases_dev
+    meta = meta_t.detach().to("cpu").reshape(-1, len(StateMeta)).tolist()
+    records: list[list[int]] = []
+    for s, (base, row) in enumerate(zip(bases, meta, strict=True)):
+        stride, width, token, nbytes, rows, row_stride, group = (int(row[m]) for m in StateMeta)
+        if not 0 <= group < len(tables):
+            raise InvalidValueError(f"state {s}: group {group} has no block table ({len(tables)} given)")
+        in_range = 0 <= width < _I32_LIMIT and 0 <= rows < _I32_LIMIT
+        if not in_range or min(stride, token, nbytes, row_stride) < 0:
+            facts = dict(zip(StateMeta, row, strict=True))
+            raise InvalidValueError(f"state {s}: metadata out of range ({facts})")
+        if width > 0 and rows > 1:
+            tiles = 1
+        else:
+            tiles = max(1, min(MAX_TILES, -(-max(nbytes, width * token) // chunk)))
+        head = [base, stride, tables[group], nbytes, width | rows << 32, token, row_stride]
+        records += [[*head, t | tiles << 32] for t in range(tiles)]
+    out = torch.tensor(records, dtype=torch.int64).reshape(-1, PLAN_WORDS).to(device)
+    return StateCopyPlan(out, len(bases), chunk)
+
+
+def copy_state_blocks_planned(
+    plan: StateCopyPlan,
+    block_table_stride: int,
+    src_cols: torch.Tensor,
+    dst_cols: torch.Tensor,
+    token_biases: torch.Tensor,
+    num_reqs: int,
+    *,
+    idx_mapping: torch.Tensor | None = None,
+    skip_same_block: bool = False,
+    byte_chunk: int = BYTE_CHUNK,
+    num_warps: int = PLAN_NUM_WARPS,
+) -> None:
+    """:func:`copy_state_blocks` driven by a :class:`StateCopyPlan` (one launch).
+
+    Same copies and semantics as :func:`copy_state_blocks` with the tables the plan was
+    made from; the grid is ``(plan programs, num_reqs)``, each program's state facts read
+    from its record. Asynchronous, no host copies, no allocation (CUDA-graph capturable).
+    On an H200 this is faster than :func:`copy_state_blocks` at every batch of the
+    36-layer Mamba pre-copy (``benchmarks/results/kernels.md``).
+    """
+    if type(plan) is not StateCopyPlan:
+        raise PtrTypeError(f"plan must be a StateCopyPlan from state_copy_plan (got {describe(plan)})")
+    per_req, num_reqs = _request_tables(src_cols, dst_cols, token_biases, num_reqs, idx_mapping)
+    block_table_stride = uint_value(block_table_stride, "block_table_stride")
+    device = _tables.same_device({"plan": plan.records, **per_req})
+    programs = int(plan.records.shape[0])
+    if num_reqs == 0 or programs == 0:
+        return
+    if num_reqs > 65535:
+        raise CapacityError(f"num_reqs={num_reqs} exceeds 65535 (the grid's second axis)")
+    if device.type != "cuda":
+        _runtime.check_launch_device(device, _PLAN_KERNEL.jit_module())
+    src_c = per_req["src_cols"]
+    args = (
+        plan.records,
+        src_c,
+        per_req["dst_cols"],
+        per_req["token_biases"],
+        per_req.get("idx_mapping", src_c),
+        block_table_stride,
+    )
+    meta_kw = {
+        "HAS_IDX_MAPPING": idx_mapping is not None,
+        "SKIP_SAME_BLOCK": skip_same_block,
+        "CHUNK": plan.chunk,
+        "BYTE_CHUNK": byte_chunk,
+        "ROW_BLOCK": 128,
+    }
+    key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
+    raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
+    _PLAN_KERNEL.launch(device, (programs, num_reqs, 1), key, args, meta_kw, num_warps, raw)

@@ -35,6 +35,55 @@ def _shift_rows(src, dst, rows, row_stride, elem_bytes, bias, ntok, ROW_BLOCK: t
 
 
 @triton.jit
+def _state_step(
+    req,
+    base,
+    block_stride,
+    table,
+    conv_width,
+    token_bytes,
+    copy_bytes,
+    rows,
+    row_stride,
+    t,
+    tiles,
+    src_cols_ptr,
+    dst_cols_ptr,
+    token_bias_ptr,
+    block_table_stride,
+    SKIP_SAME_BLOCK: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BYTE_CHUNK: tl.constexpr,
+    ROW_BLOCK: tl.constexpr,
+    SLICE: tl.constexpr,
+):
+    """Program ``t`` of ``tiles``' share of one state's copy for request slot ``req``
+    (``req >= 0``): reads the request's columns and bias, then its block-table entries."""
+    src_col = tl.load(src_cols_ptr + req).to(tl.int64)
+    dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
+    bias = tl.load(token_bias_ptr + req).to(tl.int64)
+    if SKIP_SAME_BLOCK:
+        skip = (src_col < 0) | (src_col == dst_col)
+    else:
+        skip = (src_col < 0) | ((src_col == dst_col) & (bias == 0))
+    if not skip:
+        conv = conv_width > 0
+        bt = table.to(tl.pointer_type(tl.int32)) + req * block_table_stride
+        # conv windows read block column src, whole-block states column src + bias
+        src_block = tl.load(bt + tl.where(conv, src_col, src_col + bias)).to(tl.int64)
+        dst_block = tl.load(bt + dst_col).to(tl.int64)
+        src0 = base + (src_block * block_stride).to(tl.uint64)
+        dst = base + (dst_block * block_stride).to(tl.uint64)
+        if conv & (rows > 1):
+            if t == 0:
+                _shift_rows(src0, dst, rows, row_stride, token_bytes, bias, conv_width - bias, ROW_BLOCK)
+        else:
+            src = src0 + tl.where(conv, bias * token_bytes, 0).to(tl.uint64)
+            size = tl.where(conv, (conv_width - bias) * token_bytes, copy_bytes)
+            _copy_segment(src, dst, size, t, tiles, CHUNK, BYTE_CHUNK, SLICE)
+
+
+@triton.jit
 def _copy_state_blocks_kernel(
     src_cols_ptr,
     dst_cols_ptr,
@@ -97,25 +146,58 @@ def _copy_state_blocks_kernel(
         bound = tl.maximum(copy_bytes, conv_width * token_bytes)
         busy = t < (bound + CHUNK - 1) // CHUNK
     if (req >= 0) & busy:
-        src_col = tl.load(src_cols_ptr + req).to(tl.int64)
-        dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
-        bias = tl.load(token_bias_ptr + req).to(tl.int64)
-        if SKIP_SAME_BLOCK:
-            skip = (src_col < 0) | (src_col == dst_col)
-        else:
-            skip = (src_col < 0) | ((src_col == dst_col) & (bias == 0))
-        if not skip:
-            conv = conv_width > 0
-            bt = table.to(tl.pointer_type(tl.int32)) + req * block_table_stride
-            # conv windows read block column src, whole-block states column src + bias
-            src_block = tl.load(bt + tl.where(conv, src_col, src_col + bias)).to(tl.int64)
-            dst_block = tl.load(bt + dst_col).to(tl.int64)
-            src0 = base + (src_block * block_stride).to(tl.uint64)
-            dst = base + (dst_block * block_stride).to(tl.uint64)
-            if conv & (rows > 1):
-                if t == 0:
-                    _shift_rows(src0, dst, rows, row_stride, token_bytes, bias, conv_width - bias, ROW_BLOCK)
-            else:
-                src = src0 + tl.where(conv, bias * token_bytes, 0).to(tl.uint64)
-                size = tl.where(conv, (conv_width - bias) * token_bytes, copy_bytes)
-                _copy_segment(src, dst, size, t, tiles, CHUNK, BYTE_CHUNK, SLICE)
+        _state_step(
+            req, base, block_stride, table, conv_width, token_bytes, copy_bytes, rows, row_stride,
+            t, tiles, src_cols_ptr, dst_cols_ptr, token_bias_ptr, block_table_stride,
+            SKIP_SAME_BLOCK, CHUNK, BYTE_CHUNK, ROW_BLOCK, SLICE,
+        )
+
+
+@triton.jit
+def _copy_state_plan_kernel(
+    records_ptr,
+    src_cols_ptr,
+    dst_cols_ptr,
+    token_bias_ptr,
+    idx_mapping_ptr,
+    block_table_stride,
+    HAS_IDX_MAPPING: tl.constexpr,
+    SKIP_SAME_BLOCK: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BYTE_CHUNK: tl.constexpr,
+    ROW_BLOCK: tl.constexpr,
+):
+    """Grid ``(records, num_reqs)``: program ``(i, r)`` does plan record ``i`` for request
+    row ``r`` (see :class:`StateCopyPlan`).
+
+    A record holds eight int64 words, every fact of one program's share of one state:
+    base, block stride, block-table address, copy bytes, ``conv_width | rows << 32``,
+    token bytes, row stride, ``t | tiles << 32``. They are loaded together with the
+    request's index, so the data is three dependent load levels away (request columns,
+    block-table entries, data), and the grid holds only programs that have a step to copy.
+    """
+    i = tl.program_id(0).to(tl.int64)
+    r = tl.program_id(1)
+    if HAS_IDX_MAPPING:
+        req = tl.load(idx_mapping_ptr + r).to(tl.int64)
+    else:
+        req = r.to(tl.int64)
+    rec = records_ptr + i * 8
+    base = tl.load(rec).to(tl.uint64, bitcast=True)
+    block_stride = tl.load(rec + 1)
+    table = tl.load(rec + 2).to(tl.uint64, bitcast=True)
+    copy_bytes = tl.load(rec + 3)
+    widths = tl.load(rec + 4)
+    token_bytes = tl.load(rec + 5)
+    row_stride = tl.load(rec + 6)
+    share = tl.load(rec + 7)
+    conv_width = widths & 0xFFFFFFFF
+    rows = widths >> 32
+    t = share & 0xFFFFFFFF
+    tiles = share >> 32
+    if req >= 0:
+        _state_step(
+            req, base, block_stride, table, conv_width, token_bytes, copy_bytes, rows, row_stride,
+            t, tiles, src_cols_ptr, dst_cols_ptr, token_bias_ptr, block_table_stride,
+            SKIP_SAME_BLOCK, CHUNK, BYTE_CHUNK, ROW_BLOCK, False,
+        )

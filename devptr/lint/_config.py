@@ -17,17 +17,10 @@ from typing import Any
 
 import attrs
 
-from devptr.lint._selection import SelectionError, parse_selection, resolve
+from devptr.lint._selection import parse_selection, resolve
+from devptr.lint.engine._files import default_excluded
+from devptr.lint.errors import ConfigError, SelectionError
 from devptr.lint.rules import Rule
-
-DEFAULT_EXCLUDE: tuple[str, ...] = (
-    ".git", ".hg", ".venv", "venv", "__pycache__", "build", "dist", ".tox", ".mypy_cache",
-    "node_modules",
-)
-
-
-class ConfigError(SelectionError):
-    """An invalid ``[tool.devptr]`` table."""
 
 
 @attrs.frozen
@@ -57,8 +50,7 @@ class Config:
 
     def is_excluded(self, path: Path) -> bool:
         """Whether *path* matches an exclude pattern (or a default one like ``.git``)."""
-        parts = set(path.parts)
-        if parts.intersection(DEFAULT_EXCLUDE):
+        if default_excluded(path):
             return True
         if not self.exclude:
             return False

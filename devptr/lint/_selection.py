@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from devptr._errors import DevPtrError
+from devptr.lint.errors import SelectionError
 from devptr.lint.rules import CATEGORIES, DEFAULT_RULES, RULES, Rule
-
-
-class SelectionError(DevPtrError, ValueError):
-    """A rule selection names no rule; the message names the flag or key it came from."""
 
 
 def split_items(values: Sequence[str] | None) -> list[str]:

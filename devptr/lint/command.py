@@ -11,7 +11,7 @@ import typer
 
 from devptr.lint._config import command_config
 from devptr.lint._report import OutputFormat, render
-from devptr.lint._selection import SelectionError
+from devptr.lint.errors import SelectionError
 
 PROGRESS_MIN_FILES = 200
 """Show a progress bar (on stderr) when checking at least this many files on a terminal."""

@@ -67,8 +67,8 @@ from mypy.types import (
 )
 
 from devptr.lint import catalogue as cat
-from devptr.lint.engine import _sinks as sinks
 from devptr.lint.engine._suppress import is_suppressed, suppressions
+from devptr.lint.engine.rules import _messages as sinks
 from devptr.lint.rules import RULES, Rule
 
 RAW_ADDRESS: Final = "devptr.lint._raw.RawAddress"

@@ -11,12 +11,13 @@ For each finding of the selected rules (see :func:`apply_findings`):
   ``unsafe_reason``.
 
 All edits and comments are made in one pass over the input tree. Recognition and the
-safety decision are the engine's (:mod:`devptr.lint.engine`); nothing here re-derives them.
+safety decision are the rule units' (:mod:`devptr.lint.engine.rules`); nothing here re-derives them.
 """
 
 from __future__ import annotations
 
 import bisect
+import importlib
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Final, cast
@@ -26,8 +27,7 @@ from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import RemoveImportsVisitor
 
 from devptr.lint.engine import Finding, FixKind
-from devptr.lint.rules import Rule
-from devptr.migrate import dp001_store, dp002_table, dp003_arith, dp004_twos, dp005_dtype
+from devptr.lint.rules import RULES, Rule
 from devptr.migrate._base import (
     CSTNodeT,
     MigrateStats,
@@ -41,15 +41,20 @@ from devptr.migrate._edit import Builder, Edit
 from devptr.migrate._names import devptr_call
 from devptr.migrate._spans import SpanIndex
 
-BUILDERS: Final[dict[FixKind, Builder]] = {
-    FixKind.STORE: dp001_store.build,
-    FixKind.TABLE: dp002_table.build,
-    FixKind.ADDRESSES: dp003_arith.build,
-    FixKind.TWOS: dp004_twos.build,
-    FixKind.DTYPE_BRANCH: dp005_dtype.build,
-}
-"""The rewrite of each fix kind the codemod applies (FILL has none yet: its findings get
-TODOs)."""
+
+def _builders() -> dict[FixKind, Builder]:
+    """The ``build`` function of each rule unit's ``rewrite`` module, by the unit's fix kind."""
+    out: dict[FixKind, Builder] = {}
+    for unit in RULES.values():
+        if unit.rewrite:
+            out[unit.fix_kinds[0]] = cast(Builder, importlib.import_module(unit.rewrite).build)
+    return out
+
+
+BUILDERS: Final[dict[FixKind, Builder]] = _builders()
+"""The rewrite of each fix kind the codemod applies, as the rule units name them
+(``RuleUnit.rewrite``: ``dp001_store`` STORE ... ``dp005_dtype`` DTYPE_BRANCH; FILL has
+none yet: its findings get TODOs)."""
 
 
 def apply_findings(

@@ -20,7 +20,8 @@ from devptr.lint._config import command_config
 from devptr.lint.rules import RULES, Rule
 from devptr.migrate._engine import Outcome
 from devptr.migrate._runner import Summary, as_items, collect_files, iter_outcomes
-from devptr.migrate._write import WriteRefusedError, write_back
+from devptr.migrate._write import write_back
+from devptr.migrate.errors import WriteRefusedError
 
 
 def _line(console: Console, text: str) -> None:

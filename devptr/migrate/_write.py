@@ -19,14 +19,11 @@ import stat
 import tempfile
 from pathlib import Path
 
-from devptr._errors import DevPtrError
 from devptr.lint.engine import Stamp
-from devptr.lint.engine._files import SourceError, digest, read_bytes
+from devptr.lint.engine._files import digest, read_bytes
 from devptr.lint.engine._pool import sigint_held
-
-
-class WriteRefusedError(DevPtrError, ValueError):
-    """A migrated file was not written; the message says why and that it is unchanged."""
+from devptr.lint.errors import SourceError
+from devptr.migrate.errors import WriteRefusedError
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -6,7 +6,8 @@
 same bits into int64 containers and also works for addresses >= 2**63 and uint64 containers
 on every torch version.
 
-The engine decides where (a store into a torch tensor or numpy array of int64/uint64) and
+The rule unit (``devptr.lint.engine.rules.dp001_store``) decides
+where (a store into a torch tensor or numpy array of int64/uint64) and
 whether the fix is safe (``store`` never broadcasts: a slice store is safe only with a
 list display of two or more addresses); this module only builds the call from the fix's
 spans. A store into a uint64 numpy array changes no bits: a DP006 convention fix.

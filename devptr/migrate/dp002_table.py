@@ -7,7 +7,8 @@ uint64 -> ``U64``), and addresses >= 2**63 no longer raise. ``list(ts)`` iterate
 exactly as the comprehension did (``ts`` may be one stacked tensor whose rows are the
 tensors); a list or tuple display is passed as it is.
 
-The engine decides where (a ``torch.tensor``/``torch.as_tensor`` call with only ``dtype``
+The rule unit (``devptr.lint.engine.rules.dp002_table``) decides
+where (a ``torch.tensor``/``torch.as_tensor`` call with only ``dtype``
 and ``device``) and whether the fix is safe; a ``dtype=torch.uint64`` table already keeps
 every address, so its rewrite is a DP006 convention fix. This module builds the call.
 """

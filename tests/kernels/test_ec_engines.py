@@ -7,6 +7,9 @@ on the legacy default stream, and the choice visible after an ``auto`` swap.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 import torch
@@ -105,6 +108,20 @@ def _swap_and_check(direction: str, path: str, seed: int) -> None:
     assert torch.equal(dst.cpu(), want)
 
 
+@contextlib.contextmanager
+def _measured(dev: torch.device, table: Crossovers) -> Iterator[None]:
+    """``table`` as the device's crossovers for the duration (the measured ones restored)."""
+    saved = E._crossovers.get(dev.index)
+    E._crossovers[dev.index] = table
+    try:
+        yield
+    finally:
+        if saved is None:
+            E._crossovers.pop(dev.index, None)
+        else:
+            E._crossovers[dev.index] = saved
+
+
 @pytest.fixture
 def portable() -> None:
     unregister_swap_op("cuda")
@@ -146,18 +163,10 @@ def test_split_engine_copies_exactly(fraction: float) -> None:
     table = Crossovers("forced")
     table.rates["H2D"] = {4 * KIB: {"kernel": 1.0, "copy_engine": 1.0, "split": 2.0}}
     table.fractions["H2D"] = {4 * KIB: fraction}
-    saved = E._crossovers.get(dev.index)
-    E._crossovers[dev.index] = table
-    try:
-        with torch.cuda.stream(torch.cuda.Stream()):
-            _swap_and_check("H2D", "auto", seed=3)
-        choice = last_engine_choice()
-        assert choice is not None and (choice.engine, choice.fraction) == ("split", fraction)
-    finally:
-        if saved is None:
-            E._crossovers.pop(dev.index, None)
-        else:
-            E._crossovers[dev.index] = saved
+    with _measured(dev, table), torch.cuda.stream(torch.cuda.Stream()):
+        _swap_and_check("H2D", "auto", seed=3)
+    choice = last_engine_choice()
+    assert choice is not None and (choice.engine, choice.fraction) == ("split", fraction)
 
 
 @pytest.mark.gpu
@@ -216,3 +225,72 @@ def test_auto_with_empty_copies_first() -> None:
         )  # type: ignore[arg-type]
         torch.cuda.synchronize()
         assert torch.equal(dst, src.cpu()), path
+
+
+# -- copy engines on several streams, batch facts, the direction hint ---------------------------
+def test_a_row_key_names_the_engine_and_its_streams() -> None:
+    assert E.engine_key("copy_engine x4") == ("copy_engine", 4)
+    assert E.engine_key("copy_engine") == ("copy_engine", 1)
+    assert E.engine_key("kernel") == ("kernel", 1)
+    c = Crossovers("test device")
+    c.rates["D2H"] = {64 * KIB: {"kernel": 50.0, "copy_engine": 48.0, "copy_engine x4": 54.0}}
+    best = c.best("D2H", 100 * KIB)
+    assert best is not None and (best[0], best[3]) == ("copy_engine", 4)
+
+
+def test_validate_returns_the_facts_the_dispatcher_reuses() -> None:
+    from devptr.adapters.ec_connector._swap import validate
+
+    u = lambda *v: np.array(v, dtype=np.uint64)  # noqa: E731
+    facts = validate(u(4096, 8192, 0), u(1 << 40, 2 << 40, 0), u(100, 300, 0))
+    assert facts == (300, 400, True)
+    assert validate(u(4096), u(8192), u(7)) == (7, 7, False)
+    assert validate(u(), u(), u()) == (0, 0, False)
+
+
+def test_validate_still_finds_a_null_address_among_empty_copies() -> None:
+    from devptr import AddressRangeError
+    from devptr.adapters.ec_connector._swap import validate
+
+    u = lambda *v: np.array(v, dtype=np.uint64)  # noqa: E731
+    validate(u(0, 64), u(0, 128), u(0, 8))  # null with 0 bytes: allowed
+    with pytest.raises(AddressRangeError, match="copy 1 of 8 bytes has a null address"):
+        validate(u(16, 64), u(32, 0), u(8, 8))
+
+
+class _PointerRuntime:
+    """``on_device`` answered from a set of device addresses, with the calls counted."""
+
+    def __init__(self, device_addrs: set[int]) -> None:
+        self.device_addrs = device_addrs
+        self.calls = 0
+
+    def on_device(self, addr: int) -> bool:
+        self.calls += 1
+        return addr in self.device_addrs
+
+
+def test_direction_is_looked_up_once_per_pair_of_granules() -> None:
+    E._directions.clear()
+    rt = _PointerRuntime({1 << 40})
+    assert E.direction(rt, 1 << 40, 5 << 30) == "D2H"  # type: ignore[arg-type]
+    assert E.direction(rt, (1 << 40) + 4096, (5 << 30) + 64) == "D2H"  # type: ignore[arg-type]
+    assert rt.calls == 2  # the second batch, in the same 2 MiB granules, asked nothing
+    assert E.direction(rt, 5 << 30, 1 << 40) == "H2D"  # type: ignore[arg-type]
+    assert rt.calls == 4
+    E._directions.clear()
+
+
+@pytest.mark.gpu
+@pytest.mark.usefixtures("portable")
+@pytest.mark.parametrize("direction", ["H2D", "D2H", "D2D"])
+@pytest.mark.parametrize("streams", [2, 3, 8, 64])
+def test_copy_engines_on_several_streams_copy_exactly(direction: str, streams: int) -> None:
+    # 24 blocks over up to 64 streams (more streams than copies: one copy per stream)
+    dev = torch.device("cuda", torch.cuda.current_device())
+    table = Crossovers("forced")
+    table.rates[direction] = {4 * KIB: {"kernel": 1.0, f"copy_engine x{streams}": 2.0}}
+    with _measured(dev, table), torch.cuda.stream(torch.cuda.Stream()):
+        _swap_and_check(direction, "auto", seed=streams)
+    choice = last_engine_choice()
+    assert choice is not None and (choice.engine, choice.streams) == ("copy_engine", streams)

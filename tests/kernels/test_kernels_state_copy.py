@@ -8,8 +8,13 @@ from support.state_cases import make_setup, reference
 
 pytest.importorskip("triton")
 
-from devptr import CapacityError, LengthMismatchError, PtrBuffer, PtrTypeError
-from devptr.kernels import copy_state_blocks, state_copy_config
+from devptr import CapacityError, InvalidValueError, LengthMismatchError, PtrBuffer, PtrTypeError
+from devptr.kernels import (
+    copy_state_blocks,
+    copy_state_blocks_planned,
+    state_copy_config,
+    state_copy_plan,
+)
 
 
 def _run(setup, device, src, dst, bias, n, **kw):  # type: ignore[no-untyped-def]
@@ -95,5 +100,91 @@ def test_launcher_defaults_for_a_batch(kernel_device: torch.device) -> None:
     sizes = [s[0].numel() * s.element_size() for s in setup.states]
     knobs = state_copy_config(sizes, 6, kernel_device)
     _run(setup, kernel_device, src, dst, bias, 6, skip_same_block=True, **knobs)
+    for got, exp in zip(setup.states, want, strict=True):
+        assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
+
+
+def _planned(setup, device, src, dst, bias, n, *, chunk=256, **kw):  # type: ignore[no-untyped-def]
+    t = lambda v: torch.tensor(v, dtype=torch.int32, device=device)  # noqa: E731
+    plan = state_copy_plan(setup.bases, setup.meta, _group_ptrs(setup, device), chunk=chunk)
+    copy_state_blocks_planned(plan, setup.tables[0].stride(0), t(src), t(dst), t(bias), n, **kw)
+    return plan
+
+
+@pytest.mark.parametrize("chunk", [256, 4096])  # several programs per copy; one
+@pytest.mark.parametrize("skip_same_block", [False, True])
+def test_planned_copies_match_vllm_copy_specs(
+    skip_same_block: bool, chunk: int, kernel_device: torch.device
+) -> None:
+    # the plan's records carry each state's facts: same copies as the table-driven kernel
+    # (shifts across blocks and in place, skipped requests, dim-first windows, two groups)
+    setup = make_setup(kernel_device, seed=5)
+    src, dst, bias = [0, 1, 3, -1, 2, 4], [5, 6, 3, 2, 2, 7], [0, 2, 1, 0, 0, 3]
+    want = reference(setup, src, dst, bias, list(range(6)), skip_same_block)
+    plan = _planned(setup, kernel_device, src, dst, bias, 6, chunk=chunk,
+                    skip_same_block=skip_same_block, byte_chunk=64)
+    for got, exp in zip(setup.states, want, strict=True):
+        assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
+    # one record per busy program: whole-window/-block copies over chunk-byte steps,
+    # dim-first windows one program each
+    want_programs = 0
+    for s, kind in zip(setup.states, setup.kinds, strict=True):
+        nbytes = s[0].numel() * s.element_size()
+        want_programs += 1 if kind == "conv_df" else -(-nbytes // chunk)
+    assert plan.records.shape == (want_programs, 8)
+    assert plan.records.device.type == kernel_device.type
+
+
+def test_planned_with_idx_mapping(kernel_device: torch.device) -> None:
+    setup = make_setup(kernel_device, seed=6)
+    src, dst, bias = [1, 0, 2, 3, 0, 1], [4, 5, 6, 7, 1, 2], [1, 0, 0, 2, 0, 1]
+    mapping = [4, -1, 1]
+    want = reference(setup, src, dst, bias, mapping, False)
+    _planned(setup, kernel_device, src, dst, bias, 3,
+             idx_mapping=torch.tensor(mapping, dtype=torch.int32, device=kernel_device))
+    for got, exp in zip(setup.states, want, strict=True):
+        assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
+
+
+def test_plan_validates(kernel_device: torch.device) -> None:
+    setup = make_setup(kernel_device, seed=7)
+    ptrs = _group_ptrs(setup, kernel_device)
+    with pytest.raises(InvalidValueError):
+        state_copy_plan(setup.bases, setup.meta, ptrs, chunk=1000)
+    with pytest.raises(LengthMismatchError):
+        state_copy_plan(PtrBuffer(2), setup.meta, ptrs)
+    one: PtrBuffer = PtrBuffer(1, device=kernel_device if kernel_device.type != "cpu" else None)
+    with pytest.raises(InvalidValueError, match="group 1"):  # states of group 1, one table
+        state_copy_plan(setup.bases, setup.meta, one)
+    plan = state_copy_plan(setup.bases, setup.meta, ptrs)
+    cols = torch.zeros(4, dtype=torch.int32, device=kernel_device)
+    with pytest.raises(CapacityError):
+        copy_state_blocks_planned(plan, 8, cols, cols, cols, 5)
+    with pytest.raises(PtrTypeError):
+        copy_state_blocks_planned(plan.records, 8, cols, cols, cols, 1)  # type: ignore[arg-type]
+
+
+@pytest.mark.gpu
+def test_planned_copy_replays_in_a_cuda_graph() -> None:
+    # compiled path: captured once, replayed after the request columns change on the device
+    device = torch.device("cuda")
+    setup = make_setup(device, seed=8)
+    plan = state_copy_plan(setup.bases, setup.meta, _group_ptrs(setup, device))
+    t = lambda v: torch.tensor(v, dtype=torch.int32, device=device)  # noqa: E731
+    src, dst, bias = t([0, 1, 3, -1, 2, 4]), t([5, 6, 3, 2, 2, 7]), t([0, 2, 1, 0, 0, 3])
+    stride = setup.tables[0].stride(0)
+    copy_state_blocks_planned(plan, stride, src, dst, bias, 6)  # compile outside the capture
+    setup = make_setup(device, seed=8)
+    plan = state_copy_plan(setup.bases, setup.meta, _group_ptrs(setup, device))
+    stream = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        copy_state_blocks_planned(plan, stride, src, dst, bias, 6)
+    new = ([1, 0, 2, 3, 0, 1], [4, 5, 6, 7, 1, 2], [1, 0, 0, 2, 0, 1])
+    want = reference(setup, *new, list(range(6)), False)
+    for d, v in zip((src, dst, bias), new, strict=True):
+        d.copy_(t(v))
+    graph.replay()
+    torch.cuda.synchronize()
     for got, exp in zip(setup.states, want, strict=True):
         assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))

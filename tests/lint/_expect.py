@@ -13,7 +13,9 @@ from typing import Literal
 
 from devptr.lint.rules import RULES, Rule
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "rules"
+"""The rules' fixtures: one folder per rule unit (``dp001_store/dp001_positive.py`` beside
+``devptr/lint/engine/rules/dp001_store.py``), and ``shared/`` for those about every rule."""
 
 _MARK = re.compile(r"expect(?:\[(check|mypy)\])?:\s*((?:DP\d{3}\s*,?\s*)+)")
 
@@ -38,4 +40,10 @@ def expected(path: Path, tool: Tool) -> set[tuple[int, str]]:
 
 def fixture_files() -> list[Path]:
     """All fixture modules, sorted."""
-    return sorted(FIXTURES.glob("*.py"))
+    return sorted(FIXTURES.glob("*/*.py"))
+
+
+def fixture(name: str) -> Path:
+    """The fixture file called *name* (``"dp001_positive.py"``), in whichever folder."""
+    (path,) = FIXTURES.glob(f"*/{name}")
+    return path

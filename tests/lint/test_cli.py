@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from devptr.cli import app
 from devptr.lint.rules import Rule
-from tests.lint._expect import FIXTURES, expected, fixture_files
+from tests.lint._expect import FIXTURES, expected, fixture, fixture_files
 
 REPO = Path(__file__).resolve().parents[2]
 runner = CliRunner()
@@ -89,7 +89,7 @@ def test_selection_errors_name_the_flag(flag: str) -> None:
 @pytest.mark.parametrize("flag", ["--select", "--ignore"])
 @pytest.mark.parametrize("value", ["", ",", " , "])
 def test_empty_selection_is_an_error_naming_the_flag(command: str, flag: str, value: str) -> None:
-    result = runner.invoke(app, [command, str(FIXTURES / "dp001_positive.py"), flag, value])
+    result = runner.invoke(app, [command, str(fixture("dp001_positive.py")), flag, value])
     assert result.exit_code == 2, result.output
     assert f"{flag}: empty rule selection" in result.stderr
 
@@ -97,7 +97,7 @@ def test_empty_selection_is_an_error_naming_the_flag(command: str, flag: str, va
 @pytest.mark.parametrize("command", ["check", "migrate"])
 def test_a_selection_that_leaves_no_rule_is_an_error(command: str) -> None:
     result = runner.invoke(
-        app, [command, str(FIXTURES / "dp001_positive.py"), "--select", "DP001", "--ignore", "DP0"]
+        app, [command, str(fixture("dp001_positive.py")), "--select", "DP001", "--ignore", "DP0"]
     )
     assert result.exit_code == 2
     assert "the selection enables no rule" in result.stderr
@@ -134,14 +134,14 @@ def test_check_and_migrate_read_the_same_configuration(tmp_path: Path, table: st
 
 
 def test_sarif_format() -> None:
-    code, out = _check(str(FIXTURES / "dp001_positive.py"), "--format", "sarif")
+    code, out = _check(str(fixture("dp001_positive.py")), "--format", "sarif")
     assert code == 1
     log = json.loads(out)
     assert log["version"] == "2.1.0"
     run = log["runs"][0]
     assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [r.value for r in Rule]
     lines = {r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in run["results"]}
-    assert lines == {line for line, _ in expected(FIXTURES / "dp001_positive.py", "check")}
+    assert lines == {line for line, _ in expected(fixture("dp001_positive.py"), "check")}
     assert {r["level"] for r in run["results"]} == {"error"}
 
 
@@ -184,10 +184,10 @@ def test_json_stays_on_stdout_under_a_terminal(tmp_path: Path) -> None:
 
 
 def test_github_format() -> None:
-    code, out = _check(str(FIXTURES / "dp005_positive.py"), "--format", "github", "--select", "ALL")
+    code, out = _check(str(fixture("dp005_positive.py")), "--format", "github", "--select", "ALL")
     assert code == 1
     lines = out.splitlines()
-    assert len(lines) == len(expected(FIXTURES / "dp005_positive.py", "check"))
+    assert len(lines) == len(expected(fixture("dp005_positive.py"), "check"))
     assert all(re.match(r"^::warning file=.+,line=\d+,col=\d+,.*title=DP005 .+::.+", ln)
                for ln in lines)
 
@@ -196,7 +196,7 @@ def test_select_and_ignore_options() -> None:
     code, out = _check(str(FIXTURES), "--select", "DP004")
     assert code == 1
     assert {m["code"] for m in map(_TEXT.match, out.splitlines()) if m} == {"DP004"}
-    code, out = _check(str(FIXTURES / "dp004_positive.py"), "--ignore", "DP004")
+    code, out = _check(str(fixture("dp004_positive.py")), "--ignore", "DP004")
     assert (code, out.strip()) == (0, "")
 
 
@@ -204,7 +204,7 @@ def _project(tmp_path: Path, table: str) -> Path:
     (tmp_path / "pyproject.toml").write_text(f"[tool.devptr]\n{table}\n")
     pkg = tmp_path / "pkg"
     (pkg / "generated").mkdir(parents=True)
-    src = (FIXTURES / "dp006_positive.py").read_text() + (
+    src = (fixture("dp006_positive.py")).read_text() + (
         "\n\ndef extra(t: torch.Tensor) -> None:\n"
         "    table = torch.empty(2, dtype=torch.int64)\n"
         "    table[0] = t.data_ptr()\n"
@@ -333,7 +333,7 @@ def test_pre_commit_hook_environment_runs_without_torch(tmp_path: Path) -> None:
                     *hook["additional_dependencies"]], check=True, capture_output=True)
     entry = hook["entry"].split()
     assert entry[0] == "python"
-    proc = subprocess.run([python, *entry[1:], str(FIXTURES / "dp002_positive.py")],
+    proc = subprocess.run([python, *entry[1:], str(fixture("dp002_positive.py"))],
                           capture_output=True, text=True, cwd=tmp_path, check=False)
     assert proc.returncode == 1, proc.stderr
     assert "DP002" in proc.stdout

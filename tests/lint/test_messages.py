@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from devptr.lint.engine import _sinks as sinks
 from devptr.lint.engine import analyze_source
+from devptr.lint.engine.rules import _messages as sinks
 from devptr.testing import TOP_ALIGNED
 
 HIGH = TOP_ALIGNED  # 2**64 - 8: bit 63 set, like Intel XPU addresses

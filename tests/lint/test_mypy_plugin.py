@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from support import mypy_runs
 
-from tests.lint._expect import FIXTURES, expected, fixture_files
+from tests.lint._expect import FIXTURES, expected, fixture, fixture_files
 
 pytest.importorskip("mypy.api")
 
 REPO = Path(__file__).resolve().parents[2]
 _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[a-z0-9-]+)\]$")
-TYPES_UNCHANGED = FIXTURES / "types_unchanged.py"
+TYPES_UNCHANGED = fixture("types_unchanged.py")
 
 # One run with the plugin over every fixture (types_unchanged.py's reveal_type notes
 # included), one without it on types_unchanged.py: what the plugin changes.

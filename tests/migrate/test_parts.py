@@ -18,7 +18,7 @@ from devptr.lint.rules import Rule
 from devptr.migrate import Outcome, migrate_source
 
 TESTS = Path(__file__).resolve().parents[1]
-MODULES = sorted([*(TESTS / "lint" / "fixtures").glob("*.py"),
+MODULES = sorted([*(TESTS / "rules").glob("*/*.py"),
                   *(TESTS / "migrate" / "fixtures").rglob("*.py")])
 SHAPES = '''"""A module docstring."""
 import torch

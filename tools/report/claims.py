@@ -22,13 +22,16 @@ Where a number is looked up: in a results or other markdown file, the section th
 names (the whole file without one; a ``benchmarks/results/`` file must be linked with an
 anchor, i.e. a table); in a document that is itself checked here (the RFC, its appendix,
 README, docs), only its tables and code blocks, never its prose, so prose cannot cite prose;
-in any other file (a test, a module, a config), the whole file.
+in any other file (a test, a module, a config), the whole file. So a number that describes
+the code rather than a measurement (a default, an exit status, a layout's size, the
+parameters a test runs with) links the module or test that defines it, and a number that
+nothing records is reworded ("not measured"), never excused by value.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Final
@@ -66,10 +69,22 @@ class Exclusion:
     name: str
     pattern: re.Pattern[str]
     why: str
+    applies: Callable[[re.Match[str]], bool] = lambda m: True
+    """Whether one match is excluded (a rule that checks what it excludes)."""
 
 
 def _rule(name: str, pattern: str, why: str, flags: int = 0) -> Exclusion:
     return Exclusion(name, re.compile(pattern, flags), why)
+
+
+def _count_of(word: str) -> int | None:
+    return int(word) if word.isdigit() else int(WORD_NUMBERS.get(word.lower(), "0")) or None
+
+
+def _list_matches_count(m: re.Match[str]) -> bool:
+    """``four hooks (a, b, c, d)``: the count is the number of items listed right after it."""
+    items = [i for i in re.split(r",|;|\band\b|\bor\b", m.group("items")) if i.strip()]
+    return _count_of(m.group("n")) == len(items)
 
 
 EXCLUSIONS: Final[tuple[Exclusion, ...]] = (
@@ -106,7 +121,12 @@ EXCLUSIONS: Final[tuple[Exclusion, ...]] = (
     ),
     _rule("path:line", r"[\w./-]+\.\w+:\d+(?:-\d+)?", "a line number in a code reference"),
     _rule("enumeration", r"\(\d{1,2}\)", "a list marker inside a sentence: (1), (2)"),
-    _rule("bit/byte width", r"\b\d+-(?:bit|byte|D|d|way)\b", "a width or rank (64-bit, 16-byte, 2-D)"),
+    _rule(
+        "compound adjective",
+        r"\b\d+-(?:bit|byte|D|d|way|core|layer|rank|word|element|GPU)\b",
+        "a number-noun compound naming a kind of thing (64-bit, 16-byte, 2-D, a 2-core CPU, a "
+        "36-layer model), not a measured quantity",
+    ),
     _rule("word width", r"\b(?:32|64)\s+bits\b", "the width of an address or an int (64 bits)"),
     _rule(
         "version column",
@@ -120,7 +140,35 @@ EXCLUSIONS: Final[tuple[Exclusion, ...]] = (
         "a file name with digits in it (0001-appendix.md)",
     ),
     _rule("twos complement", r"\btwo's\b", "the name of an encoding"),
+    _rule("text encoding", r"\b(?:UTF|utf|latin|Latin|ISO|iso|cp)-\d+(?:-\d+)*\b", "UTF-8, latin-1"),
+    _rule("index base", r"\b[01]-based\b", "an indexing convention (1-based lines, 0-based columns)"),
+    _rule(
+        "subscript",
+        r"\b\w+\[\s*[-\d]+(?:\s*[,:]\s*[-\d]+)*\s*\]",
+        "an element or a shape written as code (flag[0], int32[3]), not a quantity",
+    ),
+    _rule(
+        "formula",
+        r"(?:(?<![\w.])[A-Za-z](?![\w.])|\))\s*(?:[-+*/%]|//)\s*\d+\b|\b\d+\s*(?:[*/%]|//|\sx\s)\s*(?=\u27e8|`|\b(?!a\b)[A-Za-z]\b(?!-))",
+        "arithmetic on a variable (k % 3, round k + 2, 3 x `comm_size`): a formula, not a measurement",
+    ),
+    _rule(
+        "signed zero",
+        r"(?<![\w.])[-+]0\.0\b",
+        "the float values +0.0 and -0.0 (a sign convention)",
+    ),
     _rule("power of two", r"\bpowers? of two\b", "a property (a chunk that is a power of two)"),
+    Exclusion(
+        "counted list",
+        re.compile(
+            r"\b(?P<n>" + "|".join(WORD_NUMBERS) + r"|\d+)"
+            r"(?=\s+(?:[\w`'-]+\s+){0,2}?[\w`'-]+\s*\((?P<items>[^()]*)\))",
+            re.IGNORECASE,
+        ),
+        "a count followed by the items it counts, in parentheses (four hooks (a, b, c, d)): "
+        "excluded only when the list has that many items, so a stale count stays a claim",
+        _list_matches_count,
+    ),
     _rule(
         "identifier", r"[A-Za-z_][A-Za-z_]*\d[\w]*", "a name with digits in it (int64, H200, R6, DP001, x2)"
     ),
@@ -184,8 +232,15 @@ def _plain(inline: Token) -> str:
 
 def _mask(text: str) -> str:
     for rule in EXCLUSIONS:
-        text = rule.pattern.sub(lambda m: " " * len(m.group(0)), text)
+        text = rule.pattern.sub(_blank_for(rule), text)
     return text
+
+
+def _blank_for(rule: Exclusion) -> Callable[[re.Match[str]], str]:
+    def blank(m: re.Match[str]) -> str:
+        return " " * len(m.group(0)) if rule.applies(m) else m.group(0)
+
+    return blank
 
 
 def numbers_in(text: str) -> list[tuple[str, str]]:

@@ -13,6 +13,11 @@ Two engines move the bytes of a batch of descriptors on CUDA:
     batched call, ``cudaMemcpyAsync`` per descriptor (``copy_engine_loop``). On the legacy
     default stream (which the batched call refuses) the copies run on a side stream
     ordered after and before the current stream's work by events.
+``copy_engine`` on ``k`` streams
+    The batch cut in ``k`` parts, one batched call each, on the current stream and side
+    streams joined by events: the runtime's call costs about 1 us of host time per
+    descriptor and its copies start when it returns, so the first part's copies start
+    after a ``k``-th of that time.
 ``split``
     Both at once: the first ``fraction`` of the descriptors on the copy engines (side
     stream), the rest on the SM kernel (current stream), joined by events; for block
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import importlib
 import logging
 import math
@@ -59,6 +65,10 @@ CALIBRATION_BLOCKS: tuple[int, ...] = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1
 """Block sizes :func:`calibrate` times by default."""
 CALIBRATION_BYTES = 32 * 1024 * KIB
 """Bytes per timed batch in :func:`calibrate`."""
+CALIBRATION_BATCHES = 4
+"""Batches :func:`calibrate` runs back to back per timed sample (the steady state of a loop)."""
+CALIBRATION_STREAMS: tuple[int, ...] = (2, 4)
+"""Stream counts :func:`calibrate` times the copy engines on, besides one stream."""
 
 _SONAMES = ("libcudart.so.13", "libcudart.so.12", "libcudart.so")
 _MEMCPY_DEFAULT = 4  # cudaMemcpyDefault: the direction from unified addressing
@@ -174,11 +184,29 @@ def _load() -> CudaRuntime | None:
     return None
 
 
+_GRANULE = 21  # 2 MiB: no device allocation and host mapping share one (a direction hint)
+_directions: dict[tuple[int, int], Direction] = {}
+
+
 def direction(rt: CudaRuntime, src: int, dst: int) -> Direction:
-    """A batch's direction from its first descriptor (batches are one direction)."""
+    """A batch's direction from its first descriptor (batches are one direction).
+
+    Remembered per pair of 2 MiB address granules (two ``cudaPointerGetAttributes`` calls,
+    about 4.5 us on an H200's host, are made once per pair). The direction only picks the
+    engine: both engines copy correctly whatever memory the addresses point at, so a
+    granule re-used by another kind of memory after a free costs speed, never bytes.
+    """
+    key = (src >> _GRANULE, dst >> _GRANULE)
+    hit = _directions.get(key)
+    if hit is not None:
+        return hit
     s = "D" if rt.on_device(src) else "H"
     d = "D" if rt.on_device(dst) else "H"
-    return f"{s}2{d}"  # type: ignore[return-value]
+    if len(_directions) >= 4096:
+        _directions.clear()
+    found: Direction = f"{s}2{d}"  # type: ignore[assignment]
+    _directions[key] = found
+    return found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,6 +219,8 @@ class EngineChoice:
     reason: str
     fraction: float = 0.0
     """``split``: the share of the descriptors given to the copy engines."""
+    streams: int = 1
+    """``copy_engine``: how many streams the batch is spread over (one batched call each)."""
 
 
 @dataclasses.dataclass
@@ -202,13 +232,13 @@ class Crossovers:
     fractions: dict[str, dict[int, float]] = dataclasses.field(default_factory=dict)
     """``split``'s copy-engine share per direction and block size."""
     notes: list[str] = dataclasses.field(default_factory=list)
-    _memo: dict[tuple[str, int], tuple[Engine, float, str] | None] = dataclasses.field(
+    _memo: dict[tuple[str, int], tuple[Engine, float, str, int] | None] = dataclasses.field(
         default_factory=dict, repr=False, compare=False
     )
 
-    def best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str] | None:
+    def best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str, int] | None:
         """The fastest engine at the measured block size nearest to ``block_bytes``:
-        ``(engine, split fraction, reason)`` (remembered per direction and block size)."""
+        ``(engine, split fraction, reason, streams)`` (remembered per direction and block size)."""
         key = (direction, block_bytes)
         hit = self._memo.get(key)
         if hit is None:
@@ -217,17 +247,25 @@ class Crossovers:
             hit = self._memo[key] = self._best(direction, block_bytes)
         return hit
 
-    def _best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str] | None:
+    def _best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str, int] | None:
         table = self.rates.get(direction)
         if not table:
             return None
         size = min(table, key=lambda b: abs(math.log2(b) - math.log2(max(block_bytes, 1))))
         row = table[size]
-        engine = max(row, key=lambda e: row[e])
+        key = max(row, key=lambda e: row[e])
+        engine, streams = engine_key(key)
         frac = self.fractions.get(direction, {}).get(size, 0.0) if engine == "split" else 0.0
         shown = ", ".join(f"{e} {v:.1f}" for e, v in sorted(row.items()))
         why = f"measured at {size // KIB} KiB blocks on {self.device}: {shown} GB/s"
-        return engine, frac, why  # type: ignore[return-value]
+        return engine, frac, why, streams
+
+
+def engine_key(key: str) -> tuple[Engine, int]:
+    """A crossover row's key as ``(engine, streams)``: ``"copy_engine x4"`` is the copy
+    engines on four streams, a plain name one stream."""
+    name, _, count = key.partition(" x")
+    return name, int(count) if count else 1  # type: ignore[return-value]
 
 
 _crossovers: dict[int, Crossovers] = {}
@@ -279,16 +317,21 @@ def kernel_copy(
     batch_memcpy(src, dst, sizes, n, max_size=max_size)
 
 
-_side: dict[int, Any] = {}
+_side: dict[int, list[Any]] = {}
+
+
+def _side_streams(device: torch.device, count: int) -> list[Any]:
+    """This module's first ``count`` side streams on ``device`` (``torch.cuda.Stream``)."""
+    idx = _index(device)
+    have = _side.setdefault(idx, [])
+    while len(have) < count:
+        have.append(_cuda.Stream(torch.device("cuda", idx)))
+    return have[:count]
 
 
 def _side_stream(device: torch.device) -> Any:
-    """This module's side stream on ``device`` (a ``torch.cuda.Stream``)."""
-    idx = _index(device)
-    st = _side.get(idx)
-    if st is None:
-        st = _side[idx] = _cuda.Stream(torch.device("cuda", idx))
-    return st
+    """This module's (first) side stream on ``device``."""
+    return _side_streams(device, 1)[0]
 
 
 def copy_engines(
@@ -299,34 +342,58 @@ def copy_engines(
     any_order: bool = False,
     *,
     side: bool = False,
+    streams: int = 1,
+    has_empty: bool | None = None,
 ) -> None:
     """The copy engines over host uint64 tables, ordered on the current stream of ``device``.
 
-    ``side`` (or a current stream that is the legacy default stream): on a side stream
-    that waits for the current stream and that the current stream then waits for.
+    ``streams`` > 1: the descriptors are cut into that many contiguous parts, one batched
+    call each on its own stream (the current one and side streams that wait for it and
+    that it then waits for), so that several copy engines work on one batch.
+    ``side`` (or a current stream that is the legacy default stream): no part runs on the
+    current stream itself. ``has_empty``: whether some byte count is 0, when the caller
+    knows (None: looked up here).
     """
     rt = cuda_runtime()
     if rt is None:
         raise StateError("the copy-engine path needs the CUDA runtime library (none was found)")
     s, d, k = (np.ascontiguousarray(a, dtype=U64) for a in (src, dst, sizes))
-    cur = torch.cuda.current_stream(device)
-    if not side and cur.cuda_stream != 0:
-        _copy_on(rt, d, s, k, cur.cuda_stream, any_order)
+    if has_empty is None or has_empty:
+        live = k != 0
+        if not live.all():
+            s, d, k = s[live], d[live], k[live]
+    n = int(k.shape[0])
+    if n == 0:
         return
-    other = _side_stream(device)
-    other.wait_stream(cur)
-    _copy_on(rt, d, s, k, other.cuda_stream, any_order)
-    cur.wait_stream(other)
+    parts = max(1, min(int(streams), n))
+    cur = torch.cuda.current_stream(device)
+    on_cur = not side and cur.cuda_stream != 0
+    if parts == 1 and on_cur:
+        _copy_on(rt, d, s, k, cur.cuda_stream, any_order, False)
+        return
+    others = _side_streams(device, parts - 1 if on_cur else parts)
+    for st in others:
+        st.wait_stream(cur)
+    targets = ([cur] if on_cur else []) + others
+    for j, st in enumerate(targets):
+        a, b = j * n // parts, (j + 1) * n // parts
+        _copy_on(rt, d[a:b], s[a:b], k[a:b], st.cuda_stream, any_order, False)
+    for st in others:
+        cur.wait_stream(st)
 
 
-def _copy_on(rt: CudaRuntime, d: U64Array, s: U64Array, k: U64Array, stream: int, any_order: bool) -> None:
-    """One batched call (the per-descriptor loop without one). Empty copies are left out:
-    the batched call refuses a zero size, and an empty tensor's address may be null."""
-    live = k != 0
-    if not live.all():
-        d, s, k = d[live], s[live], k[live]
-        if not k.size:
-            return
+def _copy_on(
+    rt: CudaRuntime, d: U64Array, s: U64Array, k: U64Array, stream: int, any_order: bool, check: bool = True
+) -> None:
+    """One batched call (the per-descriptor loop without one). Empty copies are left out
+    (``check``): the batched call refuses a zero size, and an empty tensor's address may
+    be null."""
+    if check:
+        live = k != 0
+        if not live.all():
+            d, s, k = d[live], s[live], k[live]
+    if not k.size:
+        return
     if rt.has_batch:
         rt.batch(d, s, k, stream, any_order)
     else:
@@ -370,6 +437,7 @@ def run_engine(
     device: torch.device,
     any_order: bool = False,
     fraction: float = 0.5,
+    streams: int = 1,
 ) -> None:
     """Run one batch on ``engine`` (host uint64 tables; current stream of ``device``)."""
     if engine == "kernel":
@@ -378,7 +446,7 @@ def run_engine(
         tabs = _device_tables(src, dst, sizes, device)
         split_copy(src, dst, sizes, tabs, device, fraction, any_order)
     else:
-        copy_engines(src, dst, sizes, device, any_order)
+        copy_engines(src, dst, sizes, device, any_order, streams=streams)
 
 
 def copy_engine_name() -> Engine:
@@ -394,12 +462,23 @@ def calibrate(
     block_sizes: Sequence[int] = CALIBRATION_BLOCKS,
     total: int = CALIBRATION_BYTES,
     repeat: int = 3,
+    streams: Sequence[int] = CALIBRATION_STREAMS,
+    batches: int = CALIBRATION_BATCHES,
 ) -> Crossovers:
     """Time the SM kernel and the copy engines on scratch buffers of ``device``; keep the result.
 
     For each direction and block size, one batch of ``total`` bytes in blocks of that size
+    timed ``batches`` at a time back to back, as a running engine issues them (the copy
+    engines' batched call takes about 1 us of host time per descriptor and returns once it
+    queued them all; timed one call at a time, that host time is all exposed, and in the
+    steady state of a loop it overlaps the previous batch's copies: on an H200 the copy
+    engines on four streams measured 49-51 GB/s at 64-256 KiB one call at a time, 52-55
+    back to back, where the SM kernel moves 51-52)
     (block ``perm[i]`` to block ``i``), each engine ``repeat`` times after a warm-up, on a
-    side stream (CUDA events; the median counts). Synchronises the device; allocates
+    side stream (CUDA events; the median counts): the SM kernel, the copy engines on one
+    stream and on each of ``streams`` streams (row keys ``"copy_engine x2"`` ...), and
+    ``split`` (the last two only where the copy engines on one stream reach half the SM
+    kernel's rate: elsewhere they cannot win). Synchronises the device; allocates
     ``total`` bytes of device memory (twice) and of pinned host memory (once), freed on
     return. Call it outside CUDA-graph capture; :func:`choose` calls it on first use.
     """
@@ -429,8 +508,9 @@ def calibrate(
                 d = addresses(DevicePtr.of(dst_mem), np.arange(n), bs)
                 k = np.full(n, bs, dtype=U64)
                 row, frac = _measure(
-                    s, d, k, dev, ce, repeat, direc != "D2D", result.notes, f"{direc} {bs} B"
-                )
+                    s, d, k, dev, ce, repeat, direc != "D2D", result.notes, f"{direc} {bs} B", streams,
+                    max(1, int(batches)),
+                )  # fmt: skip
                 if "split" in row:
                     fracs[bs] = frac
                 if row:
@@ -454,26 +534,34 @@ def _measure(
     with_split: bool,
     notes: list[str],
     what: str,
+    streams: Sequence[int] = (),
+    batches: int = 1,
 ) -> tuple[dict[str, float], float]:
     """GB/s of each engine on one batch (and of ``split``, when both ran), and the split's
-    copy-engine share."""
+    copy-engine share. The copy engines on several streams and the split are timed only
+    where the copy engines on one stream reach half the kernel's rate."""
     nbytes = int(k.sum())
     row: dict[str, float] = {}
-    runners: dict[str, Callable[[], object]] = {
-        "kernel": _kernel_runner(s, d, k, dev),
-        ce: lambda: copy_engines(s, d, k, dev),
-    }
-    for engine, fn in runners.items():
+
+    def timed(engine: str, fn: Callable[[], object]) -> None:
         try:
-            row[engine] = nbytes / _time(fn, repeat) / 1e9
+            row[engine] = nbytes / _time(fn, repeat, batches) / 1e9
         except StateError as exc:
             notes.append(f"{what}, {engine}: {exc}")
+
+    timed("kernel", _kernel_runner(s, d, k, dev))
+    timed(ce, lambda: copy_engines(s, d, k, dev))
+    if ce not in row or ("kernel" in row and 2 * row[ce] < row["kernel"]):
+        return row, 0.0
+    for m in streams:
+        if m > 1:
+            timed(f"{ce} x{m}", functools.partial(copy_engines, s, d, k, dev, streams=m))
     frac = 0.0
-    if len(row) == 2 and with_split:
+    if "kernel" in row and with_split:
         # both engines share the link: give each the share it moves alone
         frac = row[ce] / (row[ce] + row["kernel"])
         tabs = _device_tables(s, d, k, dev)
-        row["split"] = nbytes / _time(lambda: split_copy(s, d, k, tabs, dev, frac), repeat) / 1e9
+        timed("split", lambda: split_copy(s, d, k, tabs, dev, frac))
     return row, frac
 
 
@@ -495,29 +583,42 @@ def _device_tables(
     return s, d, k
 
 
-def _time(fn: Callable[[], object], repeat: int) -> float:
-    """Median seconds of one call (CUDA events on the current stream, after a warm-up)."""
+def _time(fn: Callable[[], object], repeat: int, number: int = 1) -> float:
+    """Median seconds per call of ``number`` back-to-back calls (CUDA events on the current
+    stream, after a warm-up call), over ``repeat`` samples."""
     fn()
     times = []
     for _ in range(repeat):
         start = _cuda.Event(enable_timing=True)
         end = _cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(number):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+        times.append(start.elapsed_time(end) / 1e3 / number)
     return float(np.median(times))
 
 
-def choose(device: torch.device, src: U64Array, dst: U64Array, sizes: U64Array) -> EngineChoice:
-    """The engine for one batch on ``device`` (calibrating the device on first use)."""
+def choose(
+    device: torch.device,
+    src: U64Array,
+    dst: U64Array,
+    sizes: U64Array,
+    total: int | None = None,
+) -> EngineChoice:
+    """The engine for one batch on ``device`` (calibrating the device on first use).
+
+    ``total``: the batch's bytes, when the caller's validation already summed them.
+    """
     n = int(sizes.shape[0])
-    block = int(sizes.sum()) // max(n, 1)
-    live = np.flatnonzero(sizes)
-    if not live.size:
+    if total is None:
+        total = int(sizes.sum())
+    block = total // max(n, 1)
+    if total == 0:
         return record(EngineChoice("kernel", None, 0, "no bytes to copy"))
-    first = int(live[0])  # an empty copy's address may be null: read the direction elsewhere
+    # an empty copy's address may be null: read the direction from a copy with bytes
+    first = 0 if sizes[0] else int(np.argmax(sizes != 0))
     rt = cuda_runtime()
     if rt is None:
         return record(EngineChoice("kernel", None, block, "no CUDA runtime library for the copy engines"))
@@ -530,12 +631,14 @@ def choose(device: torch.device, src: U64Array, dst: U64Array, sizes: U64Array) 
     best = table.best(direc, block)
     if best is None:
         return record(EngineChoice("kernel", direc, block, f"no measurement for {direc}"))
-    return record(EngineChoice(best[0], direc, block, best[2], best[1]))
+    return record(EngineChoice(best[0], direc, block, best[2], best[1], best[3]))
 
 
 __all__ = [
+    "CALIBRATION_BATCHES",
     "CALIBRATION_BLOCKS",
     "CALIBRATION_BYTES",
+    "CALIBRATION_STREAMS",
     "Crossovers",
     "CudaRuntime",
     "Engine",
@@ -546,6 +649,7 @@ __all__ = [
     "copy_engines",
     "crossovers",
     "cuda_runtime",
+    "engine_key",
     "last_choice",
     "run_engine",
     "split_copy",

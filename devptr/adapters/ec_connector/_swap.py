@@ -34,7 +34,7 @@ import importlib
 import importlib.util
 import threading
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 import numpy as np
 import torch
@@ -50,7 +50,7 @@ from devptr import (
     UnknownBackendError,
     encoding_for,
 )
-from devptr._core_api import SIGN_BIT, U64, U64Array, describe, resolve_device
+from devptr._core_api import ADDR_LIMIT, SIGN_BIT, U64, U64Array, describe, resolve_device
 from devptr.adapters.ec_connector import _engines
 from devptr.adapters.ec_connector._checks import check_extent, default_device
 from devptr.adapters.ec_connector._engines import kernel_copy
@@ -79,6 +79,7 @@ class Descriptors(Protocol):
     def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]: ...
     def host(self, n: int | None = None, encoding: Encoding | None = None) -> Views: ...
     def to_device(self, n: int | None = None, encoding: Encoding = Encoding.U64) -> Views: ...
+
 
 _lock = threading.Lock()
 _registered: dict[str, SwapOp | None] = {}
@@ -193,22 +194,49 @@ def _as_u64(t: object, name: str, n: int) -> U64Array:
     return arr
 
 
-def validate(src: U64Array, dst: U64Array, sizes: U64Array) -> None:
-    """Refuse byte counts >= 2**63, null addresses with bytes, and copies past 2**64."""
-    if sizes.size == 0:
-        return
-    top = int(sizes.max())
+class BatchFacts(NamedTuple):
+    """What validating a batch learned about its byte counts (reused by the dispatcher)."""
+
+    top: int
+    """The largest byte count."""
+    total: int
+    """The batch's bytes."""
+    has_empty: bool
+    """Whether some copy has 0 bytes."""
+
+
+_NO_FACTS = BatchFacts(0, 0, False)
+_min = np.minimum.reduce
+_max = np.maximum.reduce
+_sum = np.add.reduce
+
+
+def validate(src: U64Array, dst: U64Array, sizes: U64Array) -> BatchFacts:
+    """Refuse byte counts >= 2**63, null addresses with bytes, and copies past 2**64.
+
+    Reductions only, no temporaries, in the common case (about 7 passes over the
+    batch): the largest and smallest count, the smallest address on each side (a null
+    address is looked for copy by copy only when one is 0), the largest address on each
+    side against 2**64 (:func:`check_extent`), and the total.
+    """
+    n = int(sizes.shape[0])
+    if n == 0:
+        return _NO_FACTS
+    top = int(_max(sizes))
     if top >= SIGN_BIT:
         raise AddressRangeError(
             f"byte counts must be non-negative and below 2**63 (got {top:#x} as uint64: a negative int64?)"
         )
-    live = sizes != 0
-    null = live & ((src == 0) | (dst == 0))
-    if null.any():
-        i = int(np.argmax(null))
-        raise AddressRangeError(f"copy {i} of {int(sizes[i])} bytes has a null address")
+    if not (int(_min(src)) and int(_min(dst))):
+        null = (sizes != 0) & ((src == 0) | (dst == 0))
+        if null.any():
+            i = int(np.argmax(null))
+            raise AddressRangeError(f"copy {i} of {int(sizes[i])} bytes has a null address")
     check_extent(src, sizes, "source", top)
     check_extent(dst, sizes, "destination", top)
+    # the uint64 sum is exact while n * top < 2**64 (always, for real batches)
+    total = int(_sum(sizes)) if n * top < ADDR_LIMIT else sum(sizes.tolist())
+    return BatchFacts(top, total, not int(_min(sizes)))
 
 
 def _check_n(n: object, limit: int | None) -> int:
@@ -237,21 +265,44 @@ def host_copy(src: U64Array, dst: U64Array, sizes: U64Array) -> None:
 
 
 def _engine(
-    path: SwapPath, chosen: SwapPath, device: torch.device, s: U64Array, d: U64Array, k: U64Array
-) -> tuple[str, float]:
-    """The engine for a device batch and its split fraction: measured (``auto`` on CUDA),
-    or the one asked for; other paths unchanged."""
+    path: SwapPath,
+    chosen: SwapPath,
+    device: torch.device,
+    s: U64Array,
+    d: U64Array,
+    k: U64Array,
+    facts: BatchFacts,
+) -> _engines.EngineChoice | None:
+    """The engine for a device batch: measured (``auto`` on CUDA), or the one asked for;
+    None for the other paths."""
     if device.type != "cuda" or chosen not in ("kernel", "copy_engine"):
-        return chosen, 0.0
+        return None
     E = _engines
     if path == "auto":
-        choice = E.choose(device, s, d, k)
-    else:
-        block = int(k.sum()) // max(int(k.shape[0]), 1)
-        choice = E.record(E.EngineChoice(E.copy_engine_name() if chosen == "copy_engine" else "kernel",
-                                         None, block, f"path={path!r} requested"))
-    engine = {"copy_engine_loop": "copy_engine"}.get(choice.engine, choice.engine)
-    return engine, choice.fraction
+        return E.choose(device, s, d, k, facts.total)
+    block = facts.total // max(int(k.shape[0]), 1)
+    name: _engines.Engine = E.copy_engine_name() if chosen == "copy_engine" else "kernel"
+    return E.record(E.EngineChoice(name, None, block, f"path={path!r} requested"))
+
+
+def _run_choice(
+    choice: _engines.EngineChoice,
+    s: U64Array,
+    d: U64Array,
+    k: U64Array,
+    device: torch.device,
+    any_order: bool,
+    facts: BatchFacts,
+    device_tables: Callable[[], Views],
+) -> bool:
+    """Run the copy engines or the split when ``choice`` says so (True); False: the kernel."""
+    if choice.engine in ("copy_engine", "copy_engine_loop"):
+        _engines.copy_engines(s, d, k, device, any_order, streams=choice.streams, has_empty=facts.has_empty)
+        return True
+    if choice.engine == "split":
+        _engines.split_copy(s, d, k, device_tables(), device, choice.fraction, any_order)
+        return True
+    return False
 
 
 def _device_tables(
@@ -310,19 +361,19 @@ def swap_blocks_batch(
     s = _as_u64(src, "src", count)
     d = _as_u64(dst, "dst", count)
     k = _as_u64(sizes, "sizes", count)
-    validate(s, d, k)
+    facts = validate(s, d, k)
     dev = default_device() if device is None else resolve_device(device)  # the core's resolver
     be = dev.type if backend is None else backend
     chosen = choose_path(be, dev, path)
     if count == 0:
         return
-    engine, frac = _engine(path, chosen, dev, s, d, k)
-    if engine == "copy_engine":
-        _engines.copy_engines(s, d, k, dev, is_src_access_order_any)
-    elif engine == "split":
-        on_dev = _device_tables(src, dst, sizes, count, dev)
-        _engines.split_copy(s, d, k, on_dev, dev, frac, is_src_access_order_any)
-    elif chosen == "op":
+    choice = _engine(path, chosen, dev, s, d, k, facts)
+    if choice is not None and _run_choice(
+        choice, s, d, k, dev, is_src_access_order_any, facts,
+        lambda: _device_tables(src, dst, sizes, count, dev),
+    ):  # fmt: skip
+        return
+    if chosen == "op":
         enc = encoding_for(be)
         op = swap_op_for(be)
         assert op is not None
@@ -332,7 +383,7 @@ def swap_blocks_batch(
         host_copy(s, d, k)
     else:
         on_dev = _device_tables(src, dst, sizes, count, dev)
-        kernel_copy(on_dev[0], on_dev[1], on_dev[2], count, int(k.max()))
+        kernel_copy(on_dev[0], on_dev[1], on_dev[2], count, facts.top)
 
 
 def swap_buffers(
@@ -349,17 +400,18 @@ def swap_buffers(
     """
     count = _check_n(n, bufs.capacity)
     s, d, k = bufs.numpy(count)
-    validate(s, d, k)
-    chosen = choose_path(bufs.backend, bufs.device, path)
+    facts = validate(s, d, k)
+    dev = bufs.device
+    chosen = choose_path(bufs.backend, dev, path)
     if count == 0:
         return
-    engine, frac = _engine(path, chosen, bufs.device, s, d, k)
-    if engine == "copy_engine":
-        _engines.copy_engines(s, d, k, bufs.device, is_src_access_order_any)
-    elif engine == "split":
-        _engines.split_copy(s, d, k, bufs.to_device(count, Encoding.U64), bufs.device, frac,
-                                  is_src_access_order_any)
-    elif chosen == "op":
+    choice = _engine(path, chosen, dev, s, d, k, facts)
+    if choice is not None and _run_choice(
+        choice, s, d, k, dev, is_src_access_order_any, facts,
+        lambda: bufs.to_device(count, Encoding.U64),
+    ):  # fmt: skip
+        return
+    if chosen == "op":
         op = swap_op_for(bufs.backend)
         assert op is not None
         hs, hd, hk = bufs.host(count, bufs.encoding)
@@ -367,8 +419,8 @@ def swap_buffers(
     elif chosen == "host":
         host_copy(s, d, k)
     else:
-        if bufs.device.type == "cpu":  # no mirror: the interpreter reads the host views
+        if dev.type == "cpu":  # no mirror: the interpreter reads the host views
             ds, dd, dk = bufs.host(count, Encoding.U64)
         else:
             ds, dd, dk = bufs.to_device(count, Encoding.U64)
-        kernel_copy(ds, dd, dk, count, int(k.max()))
+        kernel_copy(ds, dd, dk, count, facts.top)

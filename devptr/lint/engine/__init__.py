@@ -18,12 +18,12 @@ walker, honouring ``[tool.devptr] exclude``).
 from devptr.lint.engine._files import (
     Problem,
     Source,
-    SourceError,
     Stamp,
     iter_python_files,
     read_source,
 )
-from devptr.lint.engine._finding import Finding, Fix, FixKind, Safety, Span
+from devptr.lint.engine._finding import Finding
+from devptr.lint.engine._fix import Fix, FixKind, Safety, Span
 from devptr.lint.engine._project import ProjectIndex, module_name
 from devptr.lint.engine._run import (
     FileResult,
@@ -33,7 +33,8 @@ from devptr.lint.engine._run import (
     may_have_findings,
 )
 from devptr.lint.engine._suppress import is_suppressed, suppressions
-from devptr.lint.rules import RULES, Category, Rule
+from devptr.lint.engine.rules import RULES, Category, Rule
+from devptr.lint.errors import SourceError
 
 __all__ = [
     "RULES",

@@ -23,15 +23,39 @@ import stat
 import tokenize
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Final, Protocol
 
 import attrs
 
-from devptr._errors import DevPtrError
-from devptr.lint._config import DEFAULT_EXCLUDE, Config
+from devptr.lint.errors import SourceError
+
+DEFAULT_EXCLUDE: Final[tuple[str, ...]] = (
+    ".git", ".hg", ".venv", "venv", "__pycache__", "build", "dist", ".tox", ".mypy_cache",
+    "node_modules",
+)
+"""Folder names never walked (``[tool.devptr] exclude`` adds patterns)."""
 
 
-class SourceError(DevPtrError, ValueError):
-    """A file that cannot be read as Python source; the message says why."""
+def default_excluded(path: Path) -> bool:
+    """Whether a component of *path* is one of :data:`DEFAULT_EXCLUDE`."""
+    return not set(path.parts).isdisjoint(DEFAULT_EXCLUDE)
+
+
+class Excludes(Protocol):
+    """What the walker asks of a configuration (``devptr.lint._config.Config``)."""
+
+    def is_excluded(self, path: Path) -> bool:
+        """Whether *path* is skipped."""
+        ...
+
+
+class DefaultExcludes:
+    """The excludes without a configuration: :data:`DEFAULT_EXCLUDE` only."""
+
+    @staticmethod
+    def is_excluded(path: Path) -> bool:
+        """Whether a component of *path* is one of :data:`DEFAULT_EXCLUDE`."""
+        return default_excluded(path)
 
 
 @attrs.frozen
@@ -167,7 +191,7 @@ def _inside(real: str, roots: Sequence[str]) -> bool:
 
 def iter_python_files(
     paths: Sequence[Path],
-    config: Config,
+    config: Excludes,
     *,
     force_exclude: bool = False,
     on_problem: OnProblem | None = None,
@@ -206,7 +230,7 @@ def iter_python_files(
 
 
 def _walk(
-    root: Path, config: Config, roots: Sequence[str], seen: set[str], report: OnProblem
+    root: Path, config: Excludes, roots: Sequence[str], seen: set[str], report: OnProblem
 ) -> Iterator[Path]:
     found: list[tuple[Path, bool]] = []
 

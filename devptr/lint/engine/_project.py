@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from devptr.lint.engine._values import Summary
+from devptr.lint.engine._values import Summary, Val
 
 
 def module_name(path: Path) -> tuple[str, bool]:
@@ -78,6 +78,18 @@ class ProjectIndex:
         }
         self.modules: dict[str, Path] = dict(modules or {})
         self._spellings: dict[str, frozenset[str]] | None = None
+        self.properties: dict[str, dict[str, Val]] = {}
+        """Dotted module name -> property name -> the addresses reading it gives (its
+        classes' properties returning ``data_ptr()``), for the modules importing it."""
+
+    def add_properties(self, module: str, properties: Mapping[str, Val]) -> None:
+        """Record *module*'s properties that give addresses."""
+        if properties:
+            self.properties.setdefault(module, {}).update(properties)
+
+    def property_names(self) -> frozenset[str]:
+        """Every property name recorded, whichever module it is in."""
+        return frozenset(a for props in self.properties.values() for a in props)
 
     def add(self, module: str, functions: Mapping[str, Summary]) -> None:
         """Record the summaries of *module*'s functions (``Class.method`` keys included)."""

@@ -10,21 +10,30 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from devptr.lint._config import Config
 from devptr.lint.catalogue import SOURCE_SPELLINGS
 from devptr.lint.engine import _syntax as syn
-from devptr.lint.engine._analyzer import ModuleAnalyzer
-from devptr.lint.engine._files import SourceError, iter_python_files, read_source, universal_newlines
+from devptr.lint.engine._evaluator import Evaluator
+from devptr.lint.engine._files import (
+    DefaultExcludes,
+    Excludes,
+    iter_python_files,
+    read_source,
+    universal_newlines,
+)
 from devptr.lint.engine._finding import Finding, collapse_helper_findings
 from devptr.lint.engine._pool import worker_pool
 from devptr.lint.engine._project import ModuleNamer, ProjectIndex, module_name
 from devptr.lint.engine._suppress import is_suppressed, suppressions
-from devptr.lint.engine._values import Summary
-from devptr.lint.rules import RULES, Rule
+from devptr.lint.engine._values import Summary, Val
+from devptr.lint.engine.rules import RULES, Rule, RuleSet
+from devptr.lint.errors import SourceError
+
+if TYPE_CHECKING:
+    from devptr.lint._config import Config
 
 _STRONG_TOKENS: Final = syn.covering(SOURCE_SPELLINGS | {"_ptrs"})
 """Text that can start a finding by itself: the catalogue's source spellings, and names
@@ -94,24 +103,37 @@ def analyze_source(
         When *source* does not parse.
     """
     return collapse_helper_findings(
-        _analyze(source, path, project, module, rules, honour_suppressions)[0]
+        _analyze(source, path, project, module, rules, honour_suppressions).findings
     )
+
+
+@attrs.frozen
+class _Analysis:
+    """One module's findings and what the rest of the tree learns from it."""
+
+    findings: list[Finding]
+    functions: dict[str, Summary]
+    unresolved: set[str]
+    """Calls into other modules that got addresses."""
+    properties: dict[str, Val]
+    """Its properties that give addresses."""
+    attr_reads: set[str]
+    """Attributes named like addresses it reads that another module's property may give."""
 
 
 def _analyze(
     source: str, path: str, project: ProjectIndex | None, module: str,
     rules: frozenset[Rule] | None, honour: bool, *, is_package: bool = False,
-) -> tuple[list[Finding], dict[str, Summary], set[str]]:
+) -> _Analysis:
     if not module and path != "<string>" and os.path.isfile(path):
         module, is_package = module_name(Path(path))
     tree = ast.parse(source, filename=path)
-    analyzer = ModuleAnalyzer(tree, source, path, module, project, is_package=is_package)
+    analyzer = Evaluator(tree, source, path, module, project, is_package=is_package,
+                         rules=RuleSet(rules))
     emitted = analyzer.run()
     table = suppressions(source) if honour else {}
     out = []
     for e in emitted:
-        if rules is not None and e.rule not in rules:
-            continue
         if table and is_suppressed(table, e.rule.value, e.stmt_first, e.stmt_last):
             continue
         out.append(Finding(
@@ -119,7 +141,8 @@ def _analyze(
             end_line=e.span.end_line, end_col=e.span.end_col, message=e.message,
             category=RULES[e.rule].category, fix=e.fix, sink=e.sink,
         ))
-    return sorted(out), analyzer.functions, analyzer.unresolved
+    return _Analysis(sorted(out), analyzer.functions, analyzer.unresolved,
+                     analyzer.exported_properties(), analyzer.attr_reads)
 
 
 @attrs.frozen
@@ -148,6 +171,8 @@ class _Done:
     module: str = ""
     functions: dict[str, Summary] = attrs.field(factory=dict)
     unresolved: frozenset[str] = frozenset()
+    properties: dict[str, Val] = attrs.field(factory=dict)
+    attr_reads: frozenset[str] = frozenset()
 
 
 def _run_job(job: _Job) -> _Done:
@@ -160,7 +185,7 @@ def _run_job(job: _Job) -> _Done:
         return _Done(FileResult(shown))
     module = job.module
     try:
-        findings, functions, unresolved = _analyze(
+        done = _analyze(
             source, shown, job.project, module, job.rules, True, is_package=job.is_package
         )
     except SyntaxError as exc:
@@ -171,9 +196,9 @@ def _run_job(job: _Job) -> _Done:
         return _Done(FileResult(shown, error=f"syntax error: {exc}"))
     except Exception as exc:  # an engine bug must not hide the other files' findings
         return _Done(FileResult(shown, error=f"internal engine error: {exc!r}"))
-    keep = {k: v for k, v in functions.items() if v.exported}
-    return _Done(FileResult(shown, tuple(findings), parsed=True), module, keep,
-                 frozenset(unresolved))
+    keep = {k: v for k, v in done.functions.items() if v.exported}
+    return _Done(FileResult(shown, tuple(done.findings), parsed=True), module, keep,
+                 frozenset(done.unresolved), done.properties, frozenset(done.attr_reads))
 
 
 def _run_chunk(jobs: list[_Job]) -> list[_Done]:
@@ -185,8 +210,8 @@ def _summarize_job(job: _Job) -> tuple[str, dict[str, Summary]]:
     try:
         source = universal_newlines(read_source(job.path).text)
         tree = ast.parse(source, filename=job.path)
-        analyzer = ModuleAnalyzer(tree, source, job.path, job.module, None,
-                                  is_package=job.is_package)
+        analyzer = Evaluator(tree, source, job.path, job.module, None,
+                             is_package=job.is_package)
         return job.module, {k: v for k, v in analyzer.summarize().items() if v.exported}
     except (SyntaxError, RecursionError, ValueError):  # SourceError is a ValueError
         return "", {}
@@ -248,7 +273,7 @@ def analyze_paths(
     list of FileResult
         One per Python file, in walking order.
     """
-    cfg = config if config is not None else Config()
+    cfg: Excludes = config if config is not None else DefaultExcludes()
     if rules is None and config is not None:
         rules = config.rules()
     files = list(iter_python_files(paths, cfg, force_exclude=force_exclude))
@@ -323,6 +348,7 @@ def _analyze_tree(
         for d in done:
             if d.functions:
                 index.add(d.module, d.functions)
+            index.add_properties(d.module, d.properties)
         wanted = {
             mod for d in done for name in d.unresolved
             if index.lookup(name) is None and (mod := index.module_of(name)) is not None
@@ -337,8 +363,9 @@ def _analyze_tree(
         for module, functions in summaries:
             if module:
                 index.add(module, functions)
-        if not len(index):
+        if not len(index) and not index.properties:
             return [d.result for d in done]
+        property_names = index.property_names()
         spellings = _Spellings(index.source_spellings())
         unparsed = [i for i, d in enumerate(done) if not d.result.parsed and d.result.error is None]
         mentions = dict(zip(unparsed, spellings.mentioned([paths[i] for i in unparsed], pool, jobs),
@@ -347,7 +374,9 @@ def _analyze_tree(
         for i, d in enumerate(done):
             if d.result.error is not None:
                 continue
-            if d.result.parsed and not any(index.lookup(n) for n in d.unresolved):
+            if d.result.parsed and not any(index.lookup(n) for n in d.unresolved) and not (
+                d.attr_reads & property_names
+            ):
                 continue
             if not d.result.parsed and not mentions[i]:
                 continue

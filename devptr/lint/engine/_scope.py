@@ -1,7 +1,8 @@
-"""Scopes and value helpers shared by the statement walker and the expression evaluator."""
+"""Scopes, and the value helpers of the evaluator: sequences, rows, elements, summaries."""
 
 from __future__ import annotations
 
+import ast
 import functools
 from collections.abc import Iterable
 from typing import Final
@@ -9,8 +10,9 @@ from typing import Final
 import attrs
 
 from devptr.lint.engine import _syntax as syn
-from devptr.lint.engine._sinks import carries_address
-from devptr.lint.engine._values import DType, Kind, Val
+from devptr.lint.engine._annotations import annotation_val
+from devptr.lint.engine._names import Names
+from devptr.lint.engine._values import DType, Kind, ParamSink, Summary, Val, carries_address
 
 ADDR_BY_NAME: Final = Val(Kind.ADDR, by_name=True)
 CHECKED_U64: Final = Val(Kind.ADDR, checked=DType.U64)
@@ -130,3 +132,60 @@ def by_name(name: str) -> Val | None:
     if syn.ADDRESS_LIST_NAME_RE.search(name):
         return ADDR_SEQ_BY_NAME
     return None
+
+
+def element_of(seq: Val | None) -> Val | None:
+    """The value of one element of *seq* (a loop or comprehension target over it)."""
+    if seq is None:
+        return None
+    if seq.kind is Kind.PARAM:
+        return seq
+    if seq.kind is Kind.ADDR_SEQ and seq.items and seq.items[0] is not None:
+        return seq.items[0]  # a list of tuples: its row
+    if seq.kind is Kind.ADDR_SEQ and seq.lib is not None:
+        return Val(Kind.ADDR_ARRAY, lib=seq.lib, dtype=seq.dtype, host=seq.host)
+    if seq.kind in (Kind.ADDR_SEQ, Kind.ADDR_ARRAY):
+        return Val(Kind.ADDR, by_name=seq.by_name, checked=seq.checked, host=seq.host)
+    if seq.kind is Kind.TUPLE:
+        # for v in (hosts, ptrs, sizes): the element may be the list of addresses
+        for item in seq.items:
+            if carries_address(item):
+                return item
+    return None
+
+
+def _returned(returns: list[Val | None]) -> Val | None:
+    """What a function returns, from the values of its ``return`` statements."""
+    if any(r is not None and r.kind is Kind.ADDR and r.checked is None for r in returns):
+        addrs = [r for r in returns if r is not None and r.kind is Kind.ADDR]
+        return Val(Kind.ADDR, host=all(r.host for r in addrs), by_name=all(r.by_name for r in addrs))
+    if any(r is not None and r.kind is Kind.ADDR_SEQ for r in returns):
+        seqs = [r for r in returns if r is not None and r.kind is Kind.ADDR_SEQ]
+        return Val(Kind.ADDR_SEQ, host=all(r.host for r in seqs), by_name=all(r.by_name for r in seqs))
+    if any(r is not None and r.kind is Kind.ADDR_ARRAY for r in returns):
+        return next(r for r in returns if r is not None and r.kind is Kind.ADDR_ARRAY)
+    if any(r is not None and r.kind is Kind.TUPLE and carries_address(r) for r in returns):
+        return next(r for r in returns if r is not None and r.kind is Kind.TUPLE)
+    return None
+
+
+def summary_of(scope: Scope, annotation: ast.expr | None, params: tuple[str, ...],
+               names: Names) -> Summary:
+    """The summary of a function whose body was walked in *scope* (its returns and the
+    parameter sinks it collected); *annotation* is its return annotation."""
+    returns = scope.returns
+    ret = _returned(returns)
+    if ret is None:
+        ann = annotation_val(annotation, names)
+        if ann is not None:
+            ret = ann
+        elif returns and all(r is not None and r.kind is Kind.ARRAY for r in returns):
+            ret = returns[0]
+    twos: set[int] = set()
+    flows: set[int] = set()
+    for r in returns:
+        if r is not None and r.kind is Kind.PARAM:
+            (twos if r.checked is DType.I64 else flows).update(r.params)
+    sinks = tuple(s for s in scope.sinks if isinstance(s, ParamSink))
+    return Summary(returns=ret, params=params, returns_params=frozenset(flows),
+                   twos_params=frozenset(twos), sinks=sinks)

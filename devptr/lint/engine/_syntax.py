@@ -92,11 +92,60 @@ def literal_dtype(node: ast.AST, names: Names) -> DType | None:
     return None
 
 
+_NARROW: Final = frozenset({"uint8", "int8", "int16", "uint16", "int32", "uint32", "bool",
+                            "float16", "bfloat16", "float32", "half", "short", "byte"})
+
+
+def is_narrow_dtype(node: ast.AST, names: Names) -> bool:
+    """Whether *node* spells a dtype narrower than 64 bits (``torch.uint8``, ``"int32"``,
+    ``np.float32``): values converted to one are not addresses the code means to keep."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.lower() in _NARROW
+    name = names.qual(node)
+    if name is None:
+        return False
+    head, _, attr = name.rpartition(".")
+    return head in ("torch", "numpy") and attr in _NARROW
+
+
 def is_plain_literal(node: ast.AST) -> bool:
     """Whether *node* is a literal number, string, bool or None (``0``, ``-1``, ``2**20``)."""
     if isinstance(node, ast.Constant):
         return node.value is None or isinstance(node.value, int | float | str | bool)
     return int_value(node) is not None
+
+
+NUMBER_TYPES: Final = frozenset(
+    {"int", "float", *(f"numpy.{t}" for t in (
+        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "intp",
+        "float32", "float64"))}
+)
+"""Scalar number constructors: ``numpy.int64(0)`` is a number, as ``0`` is."""
+
+
+def is_number_of_literal(node: ast.AST, names: Names) -> bool:
+    """Whether *node* is a literal number or a scalar number type called on literals
+    (``numpy.int64(0)``, ``int(4)``): a counter's start, not an address by its name."""
+    if is_plain_literal(node):
+        return True
+    return (
+        isinstance(node, ast.Call) and not node.keywords and len(node.args) <= 1
+        and names.qual(node.func) in NUMBER_TYPES
+        and all(is_plain_literal(a) for a in node.args)
+    )
+
+
+def is_abstract_body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether *fn*'s body (after its docstring) only raises, passes or is ``...``: an
+    abstract method, which says nothing about what its overrides return."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return all(
+        isinstance(s, ast.Raise | ast.Pass)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+        for s in body
+    )
 
 
 def int_value(node: ast.AST) -> int | None:
@@ -268,6 +317,10 @@ def covering(spellings: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(s for s in every if not any(o != s and o in s for o in every)))
 
 
+SOURCE_TRIGGER: Final = covering({spelling.lower() for spelling in cat.SOURCE_SPELLINGS})
+"""Lowercase text of the catalogue's address sources (``data_ptr``, ``cudamalloc``...): a
+function body without any holds no address of its own (it may still pass one along)."""
+
 FUNCTION_TRIGGER: Final = covering(
     {spelling.lower() for spelling in cat.SOURCE_SPELLINGS}
     | {"ptr", "uint64", "addr", "**6", "** 6", "<<6", "<< 6", "deviceptr", "shared_buffer",
@@ -366,3 +419,101 @@ of these.
                      for part in (node.lower, node.upper))
         return bounds and (node.step is None or _int_at_least(node.step, 1))
     return False
+
+
+def is_slice(target: ast.Subscript | None) -> bool:
+    """Whether a subscript target is a slice (``t[a:b]``, ``t[i, :]``)."""
+    if target is None:
+        return False
+    if isinstance(target.slice, ast.Slice):
+        return True
+    return isinstance(target.slice, ast.Tuple) and any(
+        isinstance(e, ast.Slice) for e in target.slice.elts
+    )
+
+
+def looks_like_table(target: ast.Subscript) -> bool:
+    """For containers of unknown type: a slice index and an address-table name."""
+    if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+        return False  # a string key: a dict
+    name = last_name(target.value)
+    return is_slice(target) and name is not None and bool(TABLE_NAME_RE.search(name))
+
+
+def py_array_dtype(node: ast.expr | None) -> DType | None:
+    """The dtype class of an ``array.array`` typecode (``"q"``: int64, ``"Q"``: uint64)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        if node.value in cat.PY_ARRAY_SIGNED_CODES:
+            return DType.I64
+        if node.value in cat.PY_ARRAY_UNSIGNED_CODES:
+            return DType.U64
+        return DType.OTHER
+    return None
+
+
+def is_signed_numpy_scalar(node: ast.expr, names: Names) -> bool:
+    """``np.int64(x)``, ``np.int32(x)``, ``np.intp(x)``."""
+    if isinstance(node, ast.Call):
+        name = names.qual(node.func)
+        return name is not None and name.rpartition(".")[2] in ("int64", "int32", "intp")
+    return False
+
+
+def is_struct_twos(node: ast.Call, names: Names) -> bool:
+    """``struct.unpack("q", struct.pack("Q", x))`` (either way round): a two's complement."""
+    if len(node.args) != 2 or not isinstance(node.args[1], ast.Call):
+        return False
+    inner = node.args[1]
+    if names.qual(inner.func) != "struct.pack" or not inner.args:
+        return False
+    fmts = [node.args[0], inner.args[0]]
+    texts = [f.value for f in fmts if isinstance(f, ast.Constant) and isinstance(f.value, str)]
+    return len(texts) == 2 and {texts[0][-1:], texts[1][-1:]} == {"q", "Q"}
+
+
+def is_host_allocation(node: ast.Call, names: Names) -> bool:
+    """Whether an allocation is in host memory (``pin_memory=True``, ``device="cpu"``)."""
+    pin = kwarg(node, "pin_memory")
+    if isinstance(pin, ast.Constant) and pin.value is True:
+        return True
+    return is_host_device(kwarg(node, "device"), names)
+
+
+def dtype_branch_target(stmt: ast.If, names: Names) -> str | None:
+    """``if is_xpu(): d = torch.uint64 / else: d = torch.int64`` -> ``"d"``."""
+    if not stmt.orelse:
+        return None
+
+    def assigned(body: list[ast.stmt]) -> dict[str, DType]:
+        out: dict[str, DType] = {}
+        for s in body:
+            if isinstance(s, ast.Assign) and len(s.targets) == 1:
+                t = s.targets[0]
+                dt = literal_dtype(s.value, names)
+                if isinstance(t, ast.Name) and dt is not None:
+                    out[t.id] = dt
+        return out
+
+    a, b = assigned(stmt.body), assigned(stmt.orelse)
+    for name, dt in a.items():
+        if {dt, b.get(name)} == {DType.U64, DType.I64} and is_platform_test(stmt.test):
+            return name
+    return None
+
+
+def is_dtype_branch(node: ast.IfExp, names: Names) -> bool:
+    """``torch.uint64 if <platform test> else torch.int64`` (either order)."""
+    dts = {literal_dtype(node.body, names), literal_dtype(node.orelse, names)}
+    return dts == {DType.U64, DType.I64} and is_platform_test(node.test)
+
+
+def base_names(tree: ast.Module) -> frozenset[str]:
+    """The names the module's classes derive from: every name or attribute in their
+    base and keyword lists (``class A(Base)``, ``class B(mod.Base, metaclass=M)``)."""
+    return frozenset(
+        n.id if isinstance(n, ast.Name) else n.attr
+        for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+        for arg in (*c.bases, *(kw.value for kw in c.keywords))
+        for n in ast.walk(arg) if isinstance(n, ast.Name | ast.Attribute)
+    )
+

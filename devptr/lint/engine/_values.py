@@ -12,7 +12,7 @@ import enum
 
 import attrs
 
-from devptr.lint.engine._finding import Span
+from devptr.lint.engine._fix import Span
 
 
 class Kind(enum.Enum):
@@ -197,3 +197,24 @@ def is_param(v: Val | None) -> bool:
 def is_arrayish(v: Val | None) -> bool:
     """Whether *v* is a numpy array or tensor (of addresses or not)."""
     return v is not None and v.kind in (Kind.ARRAY, Kind.ADDR_ARRAY)
+
+
+def carries_address(value: Val | None) -> bool:
+    """Whether *value* is, or holds, raw addresses."""
+    if value is None:
+        return False
+    if value.kind in (Kind.ADDR, Kind.ADDR_SEQ, Kind.ADDR_ARRAY):
+        return True
+    if value.kind is Kind.TUPLE:
+        return any(carries_address(v) for v in value.items)
+    return False
+
+
+def is_host(value: Val | None) -> bool:
+    """Whether every address in *value* is a host address."""
+    if value is None:
+        return False
+    if value.kind is Kind.TUPLE:
+        found = [v for v in value.items if carries_address(v)]
+        return bool(found) and all(is_host(v) for v in found)
+    return value.host

@@ -1,0 +1,380 @@
+# Triton kernels: parameters carry no Python annotations (Triton reads annotations as
+# specialisation hints), so mypy cannot type these bodies.
+# mypy: disable-error-code="no-untyped-def,untyped-decorator"
+"""Issue 25 item 1, one GPU round: candidate state-copy structures side by side (H200).
+
+The batch of ``bench_state_copy.py`` (36 layers x (48 KiB conv + 2 MiB temporal), block
+column 0 -> 1, bias 0) at 1/2/8/32 requests; in the same run, each checked bit for bit
+before it is timed (``triton.testing.do_bench`` medians, variants taking turns):
+
+- vLLM 0.33.0's ``precopy_mamba_align_fused_kernel`` (read from the wheel at run time);
+- ``copy_state_blocks`` at its defaults and at other (tiles, step, warps) with one step a
+  program;
+- ``work list``: a prototype grid over busy programs only (one record per step of one
+  request: base, block stride, block-table address, offset, bytes), no idle programs and no
+  per-state metadata loads; with and without streaming cache hints;
+- table-free Triton copies of the same bytes between two contiguous buffers (one program per
+  step; persistent programs; TMA tensor-descriptor copies): the ceilings of each structure;
+- ``copy_`` of the same bytes.
+
+    python benchmarks/sweep_state_copy.py --out DIR --vllm-file PATH
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import triton
+import triton.language as tl
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks import _harness as H
+from benchmarks.bench_convention_gpu import find_vllm_file
+from benchmarks.bench_state_copy import Model, check, devptr_call, load_vllm_precopy, vllm_call
+from devptr._encoding import Encoding
+from devptr.kernels import state_copy_config
+
+KIB = 1024
+
+
+@triton.jit
+def _load_stream(p, m, EVICT: tl.constexpr):
+    if EVICT:
+        return tl.load(p, mask=m, eviction_policy="evict_first")
+    return tl.load(p, mask=m)
+
+
+@triton.jit
+def _store_stream(p, x, m, EVICT: tl.constexpr):
+    if EVICT:
+        tl.store(p, x, mask=m, cache_modifier=".cs")
+    else:
+        tl.store(p, x, mask=m)
+
+
+@triton.jit
+def _wl_kernel(
+    work_ptr, src_cols_ptr, dst_cols_ptr, idx_ptr, bt_stride, CHUNK: tl.constexpr, EVICT: tl.constexpr
+):
+    """Grid (items, reqs): record i = [base, block_stride, table, offset, bytes, 0, 0, 0]."""
+    i = tl.program_id(0).to(tl.int64)
+    r = tl.program_id(1)
+    req = tl.load(idx_ptr + r).to(tl.int64)
+    rec = work_ptr + i * 8
+    base = tl.load(rec).to(tl.uint64, bitcast=True)
+    stride = tl.load(rec + 1)
+    table = tl.load(rec + 2).to(tl.uint64, bitcast=True)
+    off = tl.load(rec + 3)
+    nbytes = tl.load(rec + 4)
+    src_col = tl.load(src_cols_ptr + req).to(tl.int64)
+    dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
+    if (src_col >= 0) & (src_col != dst_col):
+        bt = table.to(tl.pointer_type(tl.int32)) + req * bt_stride
+        sb = tl.load(bt + src_col).to(tl.int64)
+        db = tl.load(bt + dst_col).to(tl.int64)
+        sp = tl.multiple_of((base + (sb * stride + off).to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+        dp = tl.multiple_of((base + (db * stride + off).to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+        o = tl.arange(0, CHUNK // 8)
+        m = o < nbytes // 8
+        _store_stream(dp + o, _load_stream(sp + o, m, EVICT), m, EVICT)
+
+
+@triton.jit
+def _wl2_kernel(
+    work_ptr,
+    src_cols_ptr,
+    dst_cols_ptr,
+    idx_ptr,
+    tables_ptr,
+    bt_stride,
+    bases_ptr,
+    meta_ptr,
+    CHUNK: tl.constexpr,
+):
+    """Grid (items, reqs): record i = int32 [state, step]; the state's facts from its tables."""
+    i = tl.program_id(0).to(tl.int64)
+    r = tl.program_id(1)
+    req = tl.load(idx_ptr + r).to(tl.int64)
+    s = tl.load(work_ptr + 2 * i).to(tl.int64)
+    step = tl.load(work_ptr + 2 * i + 1).to(tl.int64)
+    src_col = tl.load(src_cols_ptr + req).to(tl.int64)
+    dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
+    base = tl.load(bases_ptr + s).to(tl.uint64, bitcast=True)
+    meta = meta_ptr + s * 7
+    stride = tl.load(meta)
+    nbytes = tl.load(meta + 3)
+    table = tl.load(tables_ptr + tl.load(meta + 6)).to(tl.uint64, bitcast=True)
+    if (src_col >= 0) & (src_col != dst_col):
+        bt = table.to(tl.pointer_type(tl.int32)) + req * bt_stride
+        sb = tl.load(bt + src_col).to(tl.int64)
+        db = tl.load(bt + dst_col).to(tl.int64)
+        off = step * CHUNK
+        sp = tl.multiple_of((base + (sb * stride + off).to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+        dp = tl.multiple_of((base + (db * stride + off).to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+        o = tl.arange(0, CHUNK // 8)
+        m = o < (nbytes - off) // 8
+        tl.store(dp + o, tl.load(sp + o, mask=m), mask=m)
+
+
+@triton.jit
+def _flat_kernel(src, dst, n_el, CHUNK: tl.constexpr, EVICT: tl.constexpr):
+    p = tl.program_id(0).to(tl.int64)
+    o = p * (CHUNK // 8) + tl.arange(0, CHUNK // 8)
+    m = o < n_el
+    _store_stream(dst + o, _load_stream(src + o, m, EVICT), m, EVICT)
+
+
+@triton.jit
+def _flat_persistent(src, dst, n_el, CHUNK: tl.constexpr):
+    p = tl.program_id(0).to(tl.int64)
+    g = tl.num_programs(0)
+    steps = tl.cdiv(n_el, CHUNK // 8)
+    for c in range(p, steps, g):
+        o = c * (CHUNK // 8) + tl.arange(0, CHUNK // 8)
+        m = o < n_el
+        tl.store(dst + o, tl.load(src + o, mask=m), mask=m)
+
+
+@triton.jit
+def _tma_flat(src, dst, rows, BM: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
+    sd = tl.make_tensor_descriptor(src, shape=[rows, BN], strides=[BN, 1], block_shape=[BM, BN])
+    dd = tl.make_tensor_descriptor(dst, shape=[rows, BN], strides=[BN, 1], block_shape=[BM, BN])
+    p = tl.program_id(0)
+    g = tl.num_programs(0)
+    nblk = tl.cdiv(rows, BM)
+    for b in tl.range(p, nblk, g, num_stages=STAGES):
+        dd.store([b * BM, 0], sd.load([b * BM, 0]))
+
+
+@triton.jit
+def _empty_kernel(x):
+    pass
+
+
+def work_list(m: Model, chunk: int, interleave: bool) -> torch.Tensor:
+    """One record per step of one request's copies (state-major, or step-major)."""
+    per_state = []
+    for s, nbytes in zip(m.states, m.copy_bytes, strict=True):
+        stride = s.stride(0) * s.element_size()
+        recs = []
+        for off in range(0, nbytes, chunk):
+            recs.append(
+                [s.data_ptr(), stride, m.block_table.data_ptr(), off, min(chunk, nbytes - off), 0, 0, 0]
+            )
+        per_state.append(recs)
+    rows: list[list[int]] = []
+    if interleave:
+        depth = max(len(r) for r in per_state)
+        for k in range(depth):
+            rows += [r[k] for r in per_state if k < len(r)]
+    else:
+        for r in per_state:
+            rows += r
+    return torch.tensor(rows, dtype=torch.int64, device=m.device)
+
+
+def wl_call(
+    m: Model, reqs: int, wl: torch.Tensor, chunk: int, warps: int, evict: bool
+) -> Callable[[], object]:
+    grid = (wl.shape[0], reqs)
+
+    def run() -> object:
+        return _wl_kernel[grid](
+            wl,
+            m.src_cols,
+            m.dst_cols,
+            m.idx,
+            m.block_table.stride(0),
+            CHUNK=chunk,
+            EVICT=evict,
+            num_warps=warps,
+        )
+
+    return run
+
+
+def wl2_call(m: Model, reqs: int, chunk: int, warps: int) -> Callable[[], object]:
+    pairs = [[s, k] for s, nb in enumerate(m.copy_bytes) for k in range(-(-nb // chunk))]
+    wl = torch.tensor(pairs, dtype=torch.int32, device=m.device)
+    bases, tables = m.v_bases, m.v_tables
+    meta = m.meta.host(Encoding.I64).to(m.device)
+    grid = (wl.shape[0], reqs)
+
+    def run() -> object:
+        return _wl2_kernel[grid](
+            wl,
+            m.src_cols,
+            m.dst_cols,
+            m.idx,
+            tables,
+            m.block_table.stride(0),
+            bases,
+            meta,
+            CHUNK=chunk,
+            num_warps=warps,
+        )
+
+    return run
+
+
+def flat_call(a: torch.Tensor, b: torch.Tensor, chunk: int, warps: int, evict: bool) -> Callable[[], object]:
+    a8, b8 = a.view(torch.int64), b.view(torch.int64)
+    n = a8.numel()
+    grid = (triton.cdiv(n * 8, chunk),)
+    return lambda: _flat_kernel[grid](a8, b8, n, CHUNK=chunk, EVICT=evict, num_warps=warps)
+
+
+def persistent_call(
+    a: torch.Tensor, b: torch.Tensor, chunk: int, warps: int, programs: int
+) -> Callable[[], object]:
+    a8, b8 = a.view(torch.int64), b.view(torch.int64)
+    n = a8.numel()
+    return lambda: _flat_persistent[(programs,)](a8, b8, n, CHUNK=chunk, num_warps=warps)
+
+
+def tma_call(
+    a: torch.Tensor, b: torch.Tensor, bm: int, bn: int, programs: int, stages: int
+) -> Callable[[], object]:
+    a4, b4 = a.view(torch.int32), b.view(torch.int32)
+    rows = a4.numel() // bn
+    return lambda: _tma_flat[(programs,)](a4, b4, rows, BM=bm, BN=bn, STAGES=stages, num_warps=4)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--vllm-file", default=None)
+    ap.add_argument("--reqs", default="1,2,8,32")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rep-ms", type=int, default=25)
+    args = ap.parse_args(argv)
+    device = torch.device("cuda")
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device=device))
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    kernel = load_vllm_precopy(find_vllm_file(args.vllm_file))
+    reqs = [int(x) for x in args.reqs.split(",")]
+    m = Model(device, 36, 48, 2, blocks=4 * max(reqs), max_reqs=max(reqs))
+    wls = {(c, il): work_list(m, c, il) for c in (4096, 8192, 16384) for il in (False, True)}
+    results: dict[str, Any] = {"meta": {**H.meta(), "machine": H.machine_line()}, "sms": sms, "cases": []}
+    for r in reqs:
+        nbytes = m.bytes_moved(r)
+        a = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device=device)
+        b = torch.empty_like(a)
+        fns: dict[str, Callable[[], object]] = {
+            "vLLM fused": vllm_call(kernel, m, r),
+            "devptr defaults": devptr_call(m, r, **state_copy_config(m.copy_bytes, r, device)),
+        }
+        for tiles, chunk, warps in (
+            (512, 4096, 8),
+            (256, 8192, 4),
+            (256, 8192, 8),
+            (128, 16384, 4),
+            (128, 16384, 8),
+            (64, 32768, 8),
+        ):
+            fns[f"devptr t{tiles} c{chunk // KIB}K w{warps}"] = devptr_call(
+                m, r, tiles=tiles, chunk=chunk, num_warps=warps, slices=False
+            )
+        for chunk, warps, evict, il in (
+            (4096, 4, False, False),
+            (4096, 4, True, False),
+            (4096, 4, False, True),
+            (4096, 2, False, False),
+            (8192, 4, False, False),
+            (8192, 4, True, False),
+            (16384, 4, False, False),
+            (16384, 8, False, False),
+            (16384, 8, True, False),
+            (16384, 4, False, True),
+        ):
+            name = (
+                f"worklist c{chunk // KIB}K w{warps}{' evict' if evict else ''}{' interleaved' if il else ''}"
+            )
+            fns[name] = wl_call(m, r, wls[(chunk, il)], chunk, warps, evict)
+        for chunk, warps in ((4096, 4), (16384, 4), (16384, 8)):
+            fns[f"worklist2 [state, step] c{chunk // KIB}K w{warps}"] = wl2_call(m, r, chunk, warps)
+        ok = {}
+        for k, f in fns.items():
+            try:
+                ok[k] = check(m, r, f)
+            except Exception:
+                traceback.print_exc()
+                ok[k] = False
+        flats: dict[str, Callable[[], object]] = {"copy_": lambda a=a, b=b: b.copy_(a)}
+        for chunk, warps, evict in (
+            (4096, 4, False),
+            (4096, 4, True),
+            (8192, 4, False),
+            (16384, 4, False),
+            (16384, 8, False),
+            (16384, 8, True),
+        ):
+            flats[f"flat c{chunk // KIB}K w{warps}{' evict' if evict else ''}"] = flat_call(
+                a, b, chunk, warps, evict
+            )
+        for per_sm in (8, 16):
+            flats[f"flat persistent c16K w4 {per_sm}/SM"] = persistent_call(a, b, 16384, 4, sms * per_sm)
+        for bm, bn, per_sm, stages in ((64, 64, 2, 3), (32, 64, 4, 3), (64, 64, 4, 4)):
+            flats[f"flat TMA {bm}x{bn} i32 {per_sm}/SM s{stages}"] = tma_call(
+                a, b, bm, bn, sms * per_sm, stages
+            )
+        for k, f in flats.items():
+            try:
+                b.fill_(0x5A)
+                f()
+                torch.cuda.synchronize()
+                ok[k] = bool(torch.equal(a, b))
+            except Exception:
+                traceback.print_exc()
+                ok[k] = False
+            fns[k] = f
+        fns["empty launch"] = lambda a=a: _empty_kernel[(1,)](a)
+        ok["empty launch"] = True
+        samples: dict[str, list[float]] = {k: [] for k in fns if ok[k]}
+        for _ in range(args.rounds):
+            for k in samples:
+                samples[k] += list(H.triton_bench(fns[k], rep_ms=args.rep_ms).samples_ns)
+        vllm_us = statistics.median(samples["vLLM fused"]) * 1e-3
+        cont_us = statistics.median(samples["copy_"]) * 1e-3
+        rows = []
+        for k in fns:
+            if k not in samples:
+                rows.append({"kernel": k, "correct": False})
+                continue
+            us = statistics.median(samples[k]) * 1e-3
+            rows.append(
+                {
+                    "kernel": k,
+                    "correct": True,
+                    "us": us,
+                    "vllm_over": vllm_us / us,
+                    "contig_over": cont_us / us,
+                }
+            )
+        results["cases"].append({"reqs": r, "bytes": nbytes, "rows": rows})
+        print(f"## {r} request(s), {nbytes / 2**20:.1f} MiB")
+        for row in sorted(rows, key=lambda x: x.get("us", 1e9)):
+            if row["correct"]:
+                print(
+                    f"{row['kernel']:45s} {row['us']:8.1f} us  vLLM/this {row['vllm_over']:.3f}"
+                    f"  copy_/this {row['contig_over']:.3f}"
+                )
+            else:
+                print(f"{row['kernel']:45s} WRONG or failed")
+        sys.stdout.flush()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "sweep_state_copy.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
