@@ -64,6 +64,16 @@ class StaleBufferError(StateError):
     """Use of a pooled buffer handle after it was released."""
 
 
+class MissingDependencyError(DevPtrError, ImportError):
+    """A conversion needs an optional library that is not installed (exported as
+    ``devptr.interop.MissingDependencyError``)."""
+
+
+class SpawnError(DevPtrError, RuntimeError):
+    """A rank started by :func:`devptr.testing.spawn` raised, hung past the timeout, or
+    died (exported as ``devptr.testing.SpawnError``)."""
+
+
 def hexaddr(value: int) -> str:
     """Format an address in hex for messages: ``0x10``, ``-0x10``."""
     return hex(value)
@@ -91,7 +101,9 @@ __all__ = [
     "DevPtrError",
     "InvalidValueError",
     "LengthMismatchError",
+    "MissingDependencyError",
     "PtrTypeError",
+    "SpawnError",
     "StaleBufferError",
     "StateError",
     "UnknownBackendError",

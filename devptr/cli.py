@@ -43,7 +43,7 @@ def selftest(
     device: str = typer.Option(None, help="device to test (default: the first accelerator, else the CPU)"),
 ) -> None:
     """Check devptr on this machine's accelerator and print a report to paste into the RFC discussion."""
-    from devptr._errors import DevPtrError
+    from devptr import DevPtrError
     from devptr.selftest import format_report, run_selftest
 
     try:

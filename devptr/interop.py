@@ -32,7 +32,7 @@ import importlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from devptr._errors import AddressRangeError, DevPtrError, PtrTypeError, describe
+from devptr._errors import AddressRangeError, MissingDependencyError, PtrTypeError, describe
 from devptr._ptr import DevicePtr, check_int, unsigned_address
 
 __all__ = [
@@ -55,10 +55,6 @@ __all__ = [
 
 DLPACK_ALIGNMENT: Final = 256
 """The ``data`` alignment DLPack asks producers for on CUDA (the rest goes to ``byte_offset``)."""
-
-
-class MissingDependencyError(DevPtrError, ImportError):
-    """A conversion needs an optional library that is not installed."""
 
 
 def _import(module: str, package: str) -> Any:

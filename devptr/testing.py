@@ -29,7 +29,8 @@ from typing import Any, Final
 
 import torch
 
-from devptr._errors import AddressRangeError, DevPtrError, PtrTypeError, describe
+from devptr._errors import AddressRangeError, PtrTypeError, describe
+from devptr._errors import SpawnError as SpawnError  # exported here
 from devptr._ptr import ADDR_LIMIT, SIGN_BIT, DevicePtr
 
 XPU_BASE: Final = 0xFFFF81AB54E01000
@@ -245,10 +246,6 @@ NO_MULTICAST: Final[Mapping[str, str]] = {
     "NVSHMEM_DISABLE_NVLS": "1",
 }
 """Environment that keeps NVLink multicast off in NCCL, torch symmetric memory and NVSHMEM."""
-
-
-class SpawnError(DevPtrError, RuntimeError):
-    """A rank started by :func:`spawn` raised, hung past the timeout, or died."""
 
 
 def free_port() -> int:

@@ -83,3 +83,22 @@ def test_no_listed_error_is_unknown_to_the_package() -> None:
     section = _section((ROOT / "docs" / "architecture.md").read_text(), "## The error taxonomy")
     listed = set().union(*(_names(r[1]) for r in _rows(section)[1:]))
     assert listed - set(ERRORS) == set()
+
+
+ERROR_MODULES = {
+    "devptr._errors": "core (testing and interop included)",
+    "devptr.kernels._errors": "kernels",
+    "devptr.adapters._errors": "adapters",
+    "devptr.lint.errors": "lint",
+    "devptr.migrate.errors": "migrate",
+}
+"""The one errors module of each layer (docs/architecture.md, "Where the errors are
+defined"). The vendorable module declares its own classes, replaced inside devptr by
+devptr._errors' (tests/vendor/test_parity.py)."""
+
+
+def test_each_layer_defines_its_errors_in_one_module() -> None:
+    modules = {name: cls.__module__ for name, cls in ERRORS.items()}
+    stray = {name: mod for name, mod in modules.items() if mod not in ERROR_MODULES}
+    assert not stray, f"error classes outside their layer's errors module: {stray}"
+    assert set(modules.values()) == set(ERROR_MODULES)

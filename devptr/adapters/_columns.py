@@ -17,9 +17,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from devptr import DevicePtr, Encoding, PtrTable
-from devptr._errors import CapacityError, PtrTypeError, describe
-from devptr._table import Column
+from devptr import CapacityError, Column, DevicePtr, Encoding, PtrTable, PtrTypeError
+from devptr._core_api import describe
 
 
 class ColumnView:

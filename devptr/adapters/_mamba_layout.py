@@ -20,9 +20,8 @@ from typing import Any, Protocol
 import attrs
 import torch
 
-from devptr import DevicePtr
-from devptr._errors import AddressOverflowError, InvalidValueError, PtrTypeError, StateError, describe
-from devptr._ptr import ADDR_LIMIT
+from devptr import AddressOverflowError, DevicePtr, InvalidValueError, PtrTypeError
+from devptr._core_api import ADDR_LIMIT, describe
 
 
 class StateLike(Protocol):
@@ -36,10 +35,6 @@ class StateLike(Protocol):
     def element_size(self) -> int: ...
 
     def data_ptr(self) -> int: ...
-
-
-class NotInitializedError(StateError):
-    """An adapter object was used before the call that fills its tables."""
 
 
 @attrs.frozen

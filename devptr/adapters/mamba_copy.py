@@ -33,8 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from devptr import DevicePtr, PtrTable
-from devptr._errors import CapacityError, PtrTypeError
+from devptr import CapacityError, DevicePtr, PtrTable, PtrTypeError
 from devptr.adapters._columns import ColumnView
 from devptr.adapters._mamba_layout import (
     CONV,

@@ -14,7 +14,7 @@ copy:
 program, which :func:`devptr.kernels.copy_state_blocks_planned` consumes
 (:meth:`run_fused_precopy`, :meth:`copy_state_blocks`). Config objects are replaced by plain values (see
 :mod:`devptr.adapters._mamba_layout`). Every entry point raises
-:class:`~devptr.adapters._mamba_layout.NotInitializedError` before
+:class:`NotInitializedError` before
 :meth:`~MambaSpecDecodeMetadata.initialize_from_forward_context` ran (vLLM's
 ``run_fused_precopy`` silently does nothing).
 
@@ -35,11 +35,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from devptr import DevicePtr, PtrBuffer, PtrTable
-from devptr._errors import InvalidValueError, LengthMismatchError
+from devptr import DevicePtr, InvalidValueError, LengthMismatchError, PtrBuffer, PtrTable
+from devptr.adapters._errors import NotInitializedError
 from devptr.adapters._mamba_layout import (
     CONV,
-    NotInitializedError,
     copy_kind,
     funcs_for,
     geometry,

@@ -14,8 +14,10 @@ Importing this package does not import Triton; the first launch does, and raises
 first launch to run the kernels on the CPU (tables and memory on the CPU).
 """
 
-from devptr._sizes import SizeBuffer
-from devptr.kernels._addr_arg import AddrParamError, addr_arg, addr_jit, compiled_variants, specialization_key
+from devptr import SizeBuffer
+from devptr.kernels._addr_arg import addr_arg, addr_jit, compiled_variants, specialization_key
+from devptr.kernels._errors import AddrParamError, TritonUnavailableError
+from devptr.kernels._launch import DirectLaunchWarning
 from devptr.kernels._memcpy import (
     SEGMENT_COLUMNS,
     MemmoveKind,
@@ -23,7 +25,6 @@ from devptr.kernels._memcpy import (
     batch_memcpy_table,
     memmove_kinds,
 )
-from devptr.kernels._runtime import TritonUnavailableError
 from devptr.kernels._state_copy import (
     STATE_META_COLUMNS,
     StateCopyConfig,
@@ -40,6 +41,7 @@ __all__ = [
     "SEGMENT_COLUMNS",
     "STATE_META_COLUMNS",
     "AddrParamError",
+    "DirectLaunchWarning",
     "LamportTableOwner",
     "MemmoveKind",
     "SizeBuffer",

@@ -34,16 +34,11 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from devptr._errors import DevPtrError
-from devptr._ptr import DevicePtr
-from devptr.kernels._runtime import TritonUnavailableError
+from devptr import DevicePtr
+from devptr.kernels._errors import AddrParamError, TritonUnavailableError
 
 ADDR_ANNOTATION: Final = "tl.int64"
 """What an address parameter is annotated with (``def k(src_addr: tl.int64, ...)``)."""
-
-
-class AddrParamError(DevPtrError, TypeError):
-    """A kernel parameter named as an address is missing or not annotated ``tl.int64``."""
 
 
 def addr_arg(ptr: DevicePtr) -> int:

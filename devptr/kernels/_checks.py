@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from devptr import _checked
-from devptr._errors import CheckedModeError
-from devptr._ptr import unsigned_address
+from devptr import CheckedModeError
+from devptr._core_api import checked_registry, unsigned_address
 
 _MAX_LISTED = 5
 
@@ -36,7 +35,7 @@ def check_segments(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor) ->
         if size == 0:
             continue
         for role, addr in (("src", s), ("dst", d)):
-            span = _checked.find(addr)
+            span = checked_registry.find(addr)
             if span is None:
                 continue
             start, end = span

@@ -21,8 +21,8 @@ from typing import Final
 
 import attrs
 
-from devptr._convert import positive_int
-from devptr._errors import InvalidValueError
+from devptr import InvalidValueError
+from devptr._core_api import positive_int
 
 SECTION_NAMES: Final[tuple[str, ...]] = ("comm", "barrier", "lamport", "flag", "layout")
 """Section names in table order."""

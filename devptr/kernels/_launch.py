@@ -19,11 +19,17 @@ the compiled kernel's launcher directly:
   and asks the driver whether the address is device-accessible: a driver call per
   pointer per launch), and no hook objects while no launch hook is installed.
 
-The direct path is taken only on a CUDA device that is current, with Triton >= 3.3 and
-without launch hooks installed (profilers); otherwise, and under ``TRITON_INTERPRET=1``,
-every call uses ``kernel[grid]``. If the direct call is refused (a launcher API this module
-does not know), the fast path switches itself off for the process and the call is repeated
-through ``kernel[grid]``.
+The direct path calls a private interface of Triton, so it is fenced:
+
+- it is taken only with a Triton release listed in :data:`KNOWN_LAUNCHERS` (each one read
+  and verified on a GPU; ``tests/kernels/test_launch.py`` compares its results with
+  ``kernel[grid]``'s), on a CUDA device that is current, without launch hooks installed
+  (profilers) and not under ``TRITON_INTERPRET=1``; any other Triton release uses
+  ``kernel[grid]`` for every call (:func:`direct_path_status` says which and why);
+- if a direct call is refused anyway (a ``TypeError``: a launcher of another shape), the
+  call is repeated through ``kernel[grid]``, the direct path is switched off for the
+  process and a :class:`DirectLaunchWarning` naming the Triton release and the error is
+  issued, once.
 
 Nothing here imports Triton at import time.
 """
@@ -31,11 +37,13 @@ Nothing here imports Triton at import time.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import torch
 
+from devptr._core_api import IdentityCache
 from devptr.kernels import _runtime
 
 _ALIGN = 15
@@ -59,24 +67,49 @@ def arg_key(a: object) -> object:
     return type(a)
 
 
+class DirectLaunchWarning(RuntimeWarning):
+    """The direct launch path was refused by Triton's launcher and is off for the process
+    (every launch goes through ``kernel[grid]``; results are unchanged)."""
+
+
+KNOWN_LAUNCHERS: Final[Mapping[tuple[int, int], str]] = {
+    (3, 6): (
+        "CudaLauncher.__call__ read and verified on an H200: launch(gx, gy, gz, stream, "
+        "function, cooperative, pdl, global_scratch, profile_scratch, *args) behind a "
+        "wrapper that only allocates scratch memory (none when its sizes are 0)"
+    ),
+}
+"""Triton releases (major, minor) the direct path is known to work with, and what was
+verified. Any other release uses Triton's public launcher (``kernel[grid]``). Adding one:
+read its ``CudaLauncher``, then run ``tests/kernels/test_launch.py`` and
+``tests/kernels/test_launch_gpu.py`` on a GPU with it."""
+
+
+def triton_release(version: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of a Triton version string (``"3.6.0"``, ``"3.6.0+git1a2b"``), or
+    None when it does not start with two integers."""
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
+
+
 class _State:
     """Process-wide switches of the direct path (resolved on first use)."""
 
     enabled: bool | None = None
     """None: not decided yet; False: always use ``kernel[grid]``."""
-    raw_launch: bool = False
-    """Whether the compiled launcher's C entry point may be called directly (a Triton
-    whose launcher wrapper is known: see :func:`_resolve`)."""
+    reason: str = "not decided yet (no kernel launched on a GPU)"
+    """Why the direct path is on or off (:func:`direct_path_status`)."""
+    version: str = "unknown"
+    """The Triton version seen by :func:`_resolve`."""
+    warned: bool = False
+    """Whether the :class:`DirectLaunchWarning` was issued (once per process)."""
     quiet: Callable[[], bool] = staticmethod(lambda: True)
     """Whether no launch hook is installed (else a profiler wants the generic launcher)."""
     get_stream: Callable[[int], int] | None = None
     get_device: Callable[[], int] = torch.cuda.current_device
-
-
-_RAW_LAUNCH_TRITON: Final = frozenset({(3, 6)})
-"""Triton releases whose ``CudaLauncher.__call__`` was read and verified on a GPU:
-``launch(gx, gy, gz, stream, function, cooperative, pdl, global_scratch, profile_scratch,
-*args)`` behind a wrapper that only allocates scratch memory (none when its sizes are 0)."""
 
 
 def _quiet_check(runtime: Any) -> Callable[[], bool]:
@@ -102,25 +135,62 @@ def _quiet_check(runtime: Any) -> Callable[[], bool]:
 
 
 def _resolve() -> None:
+    """Decide, once per process, whether the direct path may be taken (see module doc)."""
     try:
         import triton
+    except ImportError as exc:
+        _set(False, f"triton cannot be imported ({exc})")
+        return
+    _State.version = version = str(getattr(triton, "__version__", "unknown"))
+    release = triton_release(version)
+    verified = KNOWN_LAUNCHERS.get(release) if release is not None else None
+    if verified is None:
+        known = ", ".join(f"{a}.{b}" for a, b in sorted(KNOWN_LAUNCHERS))
+        _set(False, f"Triton {version} is not a release the direct path was verified with ({known}): "
+             "every launch uses kernel[grid]")
+        return
+    if _runtime.interpreting():
+        _set(False, "TRITON_INTERPRET=1: every launch uses kernel[grid]")
+        return
+    try:
         from triton import knobs
         from triton.runtime import driver
 
-        version = tuple(int(v) for v in triton.__version__.split(".")[:2])
         _State.quiet = staticmethod(_quiet_check(knobs.runtime))
         _State.get_stream = driver.active.get_current_stream
-        _State.get_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
-        _State.raw_launch = version in _RAW_LAUNCH_TRITON
-        _State.enabled = version >= (3, 3) and not _runtime.interpreting()
-    except Exception:  # any other Triton layout: the generic launcher only
-        _State.enabled = False
+    except Exception as exc:  # a verified release without its launcher API: installation damage
+        _set(False, f"Triton {version}'s runtime lacks the launcher API it was verified with ({exc!r})")
+        return
+    _State.get_device = getattr(torch._C, "_cuda_getDevice", torch.cuda.current_device)
+    _set(True, f"Triton {version}: {verified}")
+
+
+def _set(enabled: bool, reason: str) -> None:
+    _State.enabled = enabled
+    _State.reason = reason
+
+
+def direct_path_status() -> tuple[bool, str]:
+    """Whether launches of a signature seen before bypass ``kernel[grid]`` on a CUDA device,
+    and why (decided at the first call, for the process)."""
+    return _direct_path_available(), _State.reason
 
 
 def _direct_path_available() -> bool:
     if _State.enabled is None:
         _resolve()
     return bool(_State.enabled)
+
+
+def _refused(exc: TypeError) -> str | None:
+    """Switch the direct path off after Triton's launcher refused a direct call; the message
+    of the :class:`DirectLaunchWarning` to issue (None once one was issued)."""
+    _set(False, f"Triton {_State.version}'s compiled launcher refused a direct call ({exc}): "
+         "every launch uses kernel[grid] from now on")
+    if _State.warned:
+        return None
+    _State.warned = True
+    return f"devptr's direct kernel launch is off for this process: {_State.reason}"
 
 
 class Bound:
@@ -154,11 +224,10 @@ class Bound:
 
 def _bind(compiled: Any, index: int, tail: tuple[object, ...]) -> Bound:
     """A :class:`Bound` of a compiled kernel: its launcher's C entry point where the wrapper
-    is known and allocates nothing (see :data:`_RAW_LAUNCH_TRITON`), else the launcher."""
+    allocates nothing (see :data:`KNOWN_LAUNCHERS`), else the launcher."""
     run = compiled.run
     if (
-        _State.raw_launch
-        and callable(getattr(run, "launch", None))
+        callable(getattr(run, "launch", None))
         and getattr(run, "global_scratch_size", 1) == 0
         and getattr(run, "profile_scratch_size", 1) == 0
         and not getattr(run, "gsan_enabled", False)
@@ -227,12 +296,13 @@ class FastKernel:
         The caller has checked the device (:func:`_runtime.check_launch_device`).
         """
         bound = self._bound.get(key)
+        refused: str | None = None
         if bound is not None:
             try:
                 if bound(grid, args if raw is None else raw):
                     return
-            except TypeError:  # a launcher of another shape: generic path from now on
-                _State.enabled = False
+            except TypeError as exc:  # a launcher of another shape: generic path from now on
+                refused = _refused(exc)
                 self._bound.clear()
         self.jit_module()
         ctx = (
@@ -248,6 +318,8 @@ class FastKernel:
             if sorted(tail_names) == sorted(meta) and device.index is not None:
                 tail = tuple(meta[n] for n in tail_names)
                 self._bound[key] = _bind(got, device.index, tail)
+        if refused is not None:  # after the launch: a warnings filter of "error" loses no work
+            warnings.warn(refused, DirectLaunchWarning, stacklevel=2)
 
 
 def device_key(device: torch.device) -> tuple[str, int | None]:
@@ -255,8 +327,7 @@ def device_key(device: torch.device) -> tuple[str, int | None]:
     return (device.type, device.index)
 
 
-_VIEWS: dict[int, tuple[object, torch.Tensor, torch.device]] = {}
-_VIEWS_MAX = 64
+_VIEWS: IdentityCache[object, tuple[torch.Tensor, torch.device]] = IdentityCache()
 
 
 def table_view(
@@ -268,18 +339,25 @@ def table_view(
     ``make(table)`` builds the tensor the first time (validating it); ``live(table)`` runs
     on every call and must raise when the table can no longer be used (a PtrBuffer
     released to its pool). The tensors are views of memory the table owns for its whole
-    life, so they stay valid while it does; the cache keeps the last :data:`_VIEWS_MAX`
-    tables alive (strong references) and then starts over.
+    life, so they stay valid while it does; the entry lives as long as the table
+    (:class:`devptr._core_api.IdentityCache`: a weak reference, never keeping it alive).
     """
-    hit = _VIEWS.get(id(table))
-    if hit is not None and hit[0] is table:
+    hit = _VIEWS.get(table)
+    if hit is not None:
         live(table)
-        return hit[1], hit[2]
+        return hit
     t = make(table)
-    if len(_VIEWS) >= _VIEWS_MAX:
-        _VIEWS.clear()
-    _VIEWS[id(table)] = (table, t, t.device)
-    return t, t.device
+    return _VIEWS.put(table, (t, t.device))
 
 
-__all__ = ["Bound", "FastKernel", "arg_key", "device_key", "table_view"]
+__all__ = [
+    "KNOWN_LAUNCHERS",
+    "Bound",
+    "DirectLaunchWarning",
+    "FastKernel",
+    "arg_key",
+    "device_key",
+    "direct_path_status",
+    "table_view",
+    "triton_release",
+]

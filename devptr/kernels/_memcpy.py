@@ -7,13 +7,9 @@ from collections.abc import Callable
 
 import torch
 
-from devptr import _checked
-from devptr._buffer import PtrBuffer
-from devptr._convert import index_value
-from devptr._encoding import Encoding
-from devptr._errors import InvalidValueError, PtrTypeError, describe
-from devptr._sizes import SizeBuffer
-from devptr._table import Column, PtrTable
+from devptr import Column, Encoding, InvalidValueError, PtrBuffer, PtrTable, PtrTypeError, SizeBuffer
+from devptr._core_api import checked_registry as _checked
+from devptr._core_api import describe, index_value
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._checks import check_segments
 from devptr.kernels._launch import FastKernel, arg_key, table_view

@@ -14,12 +14,8 @@ from types import ModuleType
 
 import torch
 
-from devptr._errors import DevPtrError, StateError
-
-
-class TritonUnavailableError(DevPtrError, ImportError):
-    """A devptr kernel was used, and Triton cannot be imported."""
-
+from devptr import StateError
+from devptr.kernels._errors import TritonUnavailableError
 
 INTERPRET_ENV = "TRITON_INTERPRET"
 _interpreted: dict[str, bool] = {}

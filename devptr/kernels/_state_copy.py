@@ -24,11 +24,17 @@ from typing import TypedDict
 
 import torch
 
-from devptr._buffer import PtrBuffer
-from devptr._convert import index_value, uint_value
-from devptr._encoding import Encoding
-from devptr._errors import CapacityError, InvalidValueError, LengthMismatchError, PtrTypeError, describe
-from devptr._table import Column, PtrTable
+from devptr import (
+    CapacityError,
+    Column,
+    Encoding,
+    InvalidValueError,
+    LengthMismatchError,
+    PtrBuffer,
+    PtrTable,
+    PtrTypeError,
+)
+from devptr._core_api import describe, index_value, uint_value
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._launch import FastKernel, arg_key, table_view
 from devptr.kernels._memcpy import BYTE_CHUNK, CHUNK, NUM_WARPS

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from devptr._buffer import PtrBuffer
-from devptr._convert import index_value
-from devptr._errors import CapacityError, LengthMismatchError, PtrTypeError, describe
-from devptr._sizes import SizeBuffer
+from devptr import CapacityError, LengthMismatchError, PtrBuffer, PtrTypeError, SizeBuffer
+from devptr._core_api import describe, index_value
 
 _ADDR_DTYPES = (torch.int64, torch.uint64)
 _SIZE_DTYPES = (torch.int32, torch.int64, torch.uint64)

@@ -16,32 +16,16 @@ clear included, finished.
 from __future__ import annotations
 
 import math
-import weakref
 from typing import Final, Literal, Protocol
 
 import torch
 
-from devptr._convert import positive_int
-from devptr._errors import (
-    DevPtrError,
-    InvalidValueError,
-    LengthMismatchError,
-    PtrTypeError,
-    StateError,
-    describe,
-)
+from devptr import InvalidValueError, LengthMismatchError, PtrTypeError, StateError
+from devptr._core_api import IdentityCache, describe, positive_int
 from devptr.kernels import _runtime
+from devptr.kernels._errors import LamportTimeoutError as LamportTimeoutError  # exported here
 from devptr.kernels._lamport_layout import LamportLayout
 from devptr.kernels._launch import Bound, FastKernel, arg_key
-
-
-class LamportTimeoutError(DevPtrError, TimeoutError):
-    """A Lamport all-reduce gave up waiting for a peer's data, on this rank or another.
-
-    The workspace is poisoned from then on, on every rank: later calls raise this error
-    (or, on a GPU before the host has seen the timeout, write NaN) until it is rebuilt.
-    Also importable as ``devptr.adapters.lamport.LamportTimeoutError``.
-    """
 
 
 class LamportTableOwner(Protocol):
@@ -167,7 +151,6 @@ class _Plan:
         "key",
         "max_bytes",
         "meta",
-        "owner",
         "rank",
         "scalars",
         "sms",
@@ -176,7 +159,6 @@ class _Plan:
     )
 
     def __init__(self, ws: LamportTableOwner) -> None:
-        self.owner = weakref.ref(ws)
         self.table = ws.workspace  # raises when closed
         self.table_addr = self.table.data_ptr()
         dev = ws.device
@@ -270,21 +252,18 @@ class _Plan:
         return got
 
 
-_PLANS: dict[int, _Plan] = {}
+_PLANS: IdentityCache[object, _Plan] = IdentityCache()
+"""Each workspace's plan, for as long as the workspace lives (the core's one cache policy)."""
 
 
 def _new_plan(ws: object) -> _Plan:
-    """Check a workspace seen for the first time (or whose id was reused) and keep its plan.
+    """Check a workspace seen for the first time and keep its plan while it lives.
 
-    The lookup by identity is :func:`lamport_allreduce`'s own (its hot path)."""
+    The lookup by identity (:data:`_PLANS`) is :func:`lamport_allreduce`'s own (its hot path)."""
     if not isinstance(getattr(type(ws), "layout", None), property) or not hasattr(type(ws), "closed"):
         raise PtrTypeError(f"workspace must be a LamportWorkspace (got {describe(ws)})")
     owner: LamportTableOwner = ws  # type: ignore[assignment]
-    plan = _Plan(owner)
-    key = id(ws)
-    weakref.finalize(ws, _PLANS.pop, key, None)
-    _PLANS[key] = plan
-    return plan
+    return _PLANS.put(ws, _Plan(owner))
 
 
 def lamport_allreduce(
@@ -352,15 +331,16 @@ def lamport_allreduce(
     device are kept, looked up by identity; closing it is still caught on every call), a
     call signature (dtype, shape, phase, knobs) once, and the compiled kernel is launched
     through the :class:`devptr.kernels._launch.Bound` kept for that signature and the 16-byte
-    alignment of ``x`` and ``out`` (on Triton 3.6, the launcher's C entry point itself). The
+    alignment of ``x`` and ``out`` (with a Triton release in
+    :data:`devptr.kernels._launch.KNOWN_LAUNCHERS`, the launcher's C entry point itself). The
     per-call checks (tensor type, device, ``out``'s dtype, shape, device and contiguity,
     ``max_spins``, closed) stay. With ``out`` given, a call allocates nothing.
     """
-    plan = _PLANS.get(id(workspace))
-    if plan is None or plan.owner() is not workspace:
+    plan = _PLANS.get(workspace)
+    if plan is None:
         plan = _new_plan(workspace)
     if workspace.closed:
-        _PLANS.pop(id(workspace), None)
+        _PLANS.pop(workspace)
         workspace.workspace  # noqa: B018 -- raises the owner's own "closed" error
         raise StateError("this Lamport workspace is closed")
     if workspace.poisoned:

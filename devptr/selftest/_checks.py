@@ -17,12 +17,8 @@ import attrs
 import numpy as np
 import torch
 
-from devptr._buffer import PtrBuffer
-from devptr._encoding import Encoding, encoding_for
-from devptr._ptr import DevicePtr
-from devptr._sizes import SizeBuffer
-from devptr._storage import reachable_device
-from devptr._store import ptr_tensor, store
+from devptr import DevicePtr, Encoding, PtrBuffer, SizeBuffer, encoding_for, ptr_tensor, store
+from devptr._core_api import reachable_device
 from devptr.testing import HIGH_ADDRESSES
 
 Status = Literal["pass", "FAIL", "skip"]

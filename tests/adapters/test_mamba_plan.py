@@ -17,7 +17,6 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-from devptr.adapters._mamba_layout import NotInitializedError
 from devptr.adapters.mamba_copy import (
     UNBOUNDED,
     MambaCopyBuffers,
@@ -25,7 +24,7 @@ from devptr.adapters.mamba_copy import (
     get_conv_copy_spec,
     get_temporal_copy_spec,
 )
-from devptr.adapters.mamba_spec_decode import MambaSpecDecodeMetadata
+from devptr.adapters.mamba_spec_decode import MambaSpecDecodeMetadata, NotInitializedError
 
 GROUPS = [["attn"], ["m.0", "m.1"]]
 FUNCS = {"m.0": (get_conv_copy_spec, get_temporal_copy_spec), "m.1": (get_conv_copy_spec,)}

@@ -38,7 +38,9 @@ def test_repeated_calls_use_one_bound_launch_and_stay_exact() -> None:
         lamport.lamport_allreduce(x, ws, out=out)
         torch.cuda.synchronize()
         assert torch.equal(out, x), k
-    calls = [c for c in lamport._PLANS[id(ws)].calls.values()]
+    plan = lamport._PLANS.get(ws)
+    assert plan is not None
+    calls = list(plan.calls.values())
     bound = [b for c in calls for b in c.bound if b is not None]
     assert len(bound) == 1 and isinstance(bound[0], Bound)
     ws.check()

@@ -1,4 +1,5 @@
-"""The mypy plugin on the fixture files, through a real ``mypy.api.run``."""
+"""The mypy plugin on the fixture files, through real mypy runs (``python -m mypy``,
+started in the background at collection: ``support.mypy_runs``)."""
 
 from __future__ import annotations
 
@@ -8,34 +9,49 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import mypy_runs
 
 from tests.lint._expect import FIXTURES, expected, fixture, fixture_files
 
-mypy_api = pytest.importorskip("mypy.api")
+pytest.importorskip("mypy.api")
 
 REPO = Path(__file__).resolve().parents[2]
 _LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[a-z0-9-]+)\]$")
+TYPES_UNCHANGED = fixture("types_unchanged.py")
+
+# One run with the plugin over every fixture (types_unchanged.py's reveal_type notes
+# included), one without it on types_unchanged.py: what the plugin changes.
+_PLUGIN_CONFIG = (
+    "[mypy]\n"
+    "plugins = devptr.mypy_plugin\n"
+    f"mypy_path = {REPO}\n"
+    "python_version = 3.11\n"
+    "enable_error_code = devptr-unchecked-u64, devptr-wrapping-arith\n"
+    "[mypy-devptr.*]\n"
+    "follow_imports = silent\n"
+)
+_PLAIN_CONFIG = f"[mypy]\nmypy_path = {REPO}\npython_version = 3.11\n"
+MYPY_RUNS = [
+    mypy_runs.register(
+        "devptr-lint-tests",
+        ["--config-file", str(mypy_runs.config("devptr-lint-tests", _PLUGIN_CONFIG)),
+         "--cache-dir", str(REPO / ".mypy_cache" / "devptr-lint-tests"), "--no-error-summary",
+         "--hide-error-context", "--show-error-codes", *map(str, fixture_files())],
+    ),
+    mypy_runs.register(
+        "devptr-lint-tests-no-plugin",
+        ["--config-file", str(mypy_runs.config("devptr-lint-tests-no-plugin", _PLAIN_CONFIG)),
+         "--cache-dir", str(REPO / ".mypy_cache" / "devptr-lint-tests-no-plugin"),
+         "--no-error-summary", "--hide-error-context", str(TYPES_UNCHANGED)],
+    ),
+]
 
 
 @pytest.fixture(scope="module")
-def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[tuple[int, str]]]:
-    """Run mypy once over every fixture; map file name -> {(line, code)}."""
-    tmp = tmp_path_factory.mktemp("mypy")
-    config = tmp / "mypy.ini"
-    config.write_text(
-        "[mypy]\n"
-        "plugins = devptr.mypy_plugin\n"
-        f"mypy_path = {REPO}\n"
-        "python_version = 3.11\n"
-        "enable_error_code = devptr-unchecked-u64, devptr-wrapping-arith\n"
-        "[mypy-devptr.*]\n"
-        "follow_imports = silent\n"
-    )
-    cache = REPO / ".mypy_cache" / "devptr-lint-tests"
-    stdout, stderr, _status = mypy_api.run(
-        ["--config-file", str(config), "--cache-dir", str(cache), "--no-error-summary",
-         "--hide-error-context", "--show-error-codes", *map(str, fixture_files())]
-    )
+def mypy_errors() -> dict[str, set[tuple[int, str]]]:
+    """mypy with the plugin over every fixture; map file name -> {(line, code)}."""
+    run = mypy_runs.result("devptr-lint-tests")
+    stdout, stderr = run.stdout, run.stderr
     assert not stderr, stderr
     out: dict[str, set[tuple[int, str]]] = {p.name: set() for p in fixture_files()}
     for raw in stdout.splitlines():
@@ -53,25 +69,20 @@ def test_plugin_codes(path: Path, mypy_errors: dict[str, set[tuple[int, str]]]) 
     assert got == want, f"missing: {sorted(want - got)}, unexpected: {sorted(got - want)}"
 
 
-def _reveals(path: Path, plugin: bool, tmp: Path) -> list[str]:
-    config = tmp / f"mypy-{plugin}.ini"
-    config.write_text(
-        "[mypy]\n"
-        + ("plugins = devptr.mypy_plugin\n" if plugin else "")
-        + f"mypy_path = {REPO}\npython_version = 3.11\n"
-    )
-    cache = REPO / ".mypy_cache" / f"devptr-lint-tests-{plugin}"
-    stdout, _err, _status = mypy_api.run(
-        ["--config-file", str(config), "--cache-dir", str(cache), "--no-error-summary",
-         str(path)]
-    )
-    return [line.split(": ", 1)[1] for line in stdout.splitlines() if ": note: " in line]
+def _reveals(run: str, path: Path) -> list[str]:
+    """The notes mypy run ``run`` printed for ``path``, in order (``note: Revealed ...``)."""
+    stdout = mypy_runs.result(run).stdout
+    return [
+        line.split(": ", 1)[1]
+        for line in stdout.splitlines()
+        if ": note: " in line and Path(line.split(":", 1)[0]).name == path.name
+    ]
 
 
-def test_plugin_changes_no_other_type(tmp_path: Path) -> None:
-    path = fixture("types_unchanged.py")
-    with_plugin = _reveals(path, True, tmp_path)
-    without = _reveals(path, False, tmp_path)
+def test_plugin_changes_no_other_type() -> None:
+    path = TYPES_UNCHANGED
+    with_plugin = _reveals("devptr-lint-tests", path)
+    without = _reveals("devptr-lint-tests-no-plugin", path)
     n = len(path.read_text().split("reveal_type(")) - 1
     assert len(with_plugin) == len(without) == n
     assert with_plugin[:-1] == without[:-1]

@@ -57,13 +57,18 @@ def _missing_devices() -> list[str]:
 
 
 def test_a_bad_or_missing_device_is_one_line_and_exit_2() -> None:
-    for device in _missing_devices():
-        out = subprocess.run(
+    procs = {  # one process per device, all started at once (each imports torch)
+        device: subprocess.Popen(
             [sys.executable, "-m", "devptr.cli", "selftest", "--device", device],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=300,
         )
+        for device in _missing_devices()
+    }
+    for device, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=300)
+        out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         assert out.returncode == 2, (device, out.stdout, out.stderr)
         assert "Traceback" not in out.stderr, (device, out.stderr)
         lines = out.stderr.strip().splitlines()

@@ -1,6 +1,7 @@
 """mypy enforces the convention at call sites: the public API's types, pinned.
 
-Runs real mypy (``mypy.api.run``, ``--strict``, no plugin) on a fixture of user code
+Runs real mypy (``python -m mypy --strict``, no plugin; started in the background at
+collection, ``support.mypy_runs``) on a fixture of user code
 (``fixtures/user_code.py``) and compares the lines it reports with the ``# E: code``
 marks in the fixture: raw ints where addresses go are errors, DevicePtrs, tensors,
 mixed sequences and uint64 arrays are not. The way attrs and numpy test their typing.
@@ -12,11 +13,27 @@ import re
 from pathlib import Path
 
 import pytest
+from support import mypy_runs
 
-api = pytest.importorskip("mypy.api")
+pytest.importorskip("mypy.api")
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).parent / "fixtures" / "user_code.py"
+MYPY_RUNS = [
+    mypy_runs.register(
+        "typing-fixtures",
+        [
+            "--strict",
+            "--config-file=",
+            "--no-error-summary",
+            "--show-error-codes",
+            "--cache-dir",
+            str(ROOT / ".mypy_cache" / "typing-fixtures"),
+            str(FIXTURE.relative_to(ROOT)),
+        ],
+        env={"MYPYPATH": str(ROOT)},  # this checkout's devptr, not an installed one
+    )
+]
 MARK = re.compile(r"\s#\s*E:\s*([\w-]+)\s*$")
 REPORTED = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: .*\[(?P<code>[\w-]+)\]$")
 
@@ -30,20 +47,9 @@ def _expected() -> set[tuple[int, str]]:
     return out
 
 
-def test_mypy_pins_which_calls_are_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("MYPYPATH", str(ROOT))  # this checkout's devptr, not an installed one
-    monkeypatch.chdir(ROOT)
-    stdout, stderr, _rc = api.run(
-        [
-            "--strict",
-            "--config-file=",
-            "--no-error-summary",
-            "--show-error-codes",
-            "--cache-dir",
-            str(ROOT / ".mypy_cache" / "typing-fixtures"),
-            str(FIXTURE.relative_to(ROOT)),
-        ]
-    )
+def test_mypy_pins_which_calls_are_errors() -> None:
+    run = mypy_runs.result("typing-fixtures")
+    stdout, stderr = run.stdout, run.stderr
     assert not stderr, stderr
     got = set()
     for line in stdout.splitlines():

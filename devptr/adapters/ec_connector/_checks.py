@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from devptr._convert import U64Array
-from devptr._errors import AddressOverflowError
-from devptr._ptr import ADDR_LIMIT
-from devptr._storage import current_device as default_device  # the core's one resolver
+from devptr import AddressOverflowError
+from devptr._core_api import ADDR_LIMIT, U64Array
+from devptr._core_api import current_device as default_device  # the core's one resolver
 
 _U64_MAX = np.uint64(ADDR_LIMIT - 1)
 _ONE = np.uint64(1)

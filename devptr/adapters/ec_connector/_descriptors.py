@@ -20,17 +20,33 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from devptr import DevicePtr, Encoding, PtrBufferPool, addresses, encoding_for
-from devptr._convert import U64, Addresses, U64Array, index_value, ptr_array, uint_array, uint_value
-from devptr._errors import (
+from devptr import (
+    DevicePtr,
+    Encoding,
     LengthMismatchError,
+    PtrBufferPool,
     PtrTypeError,
     StateError,
-    describe,
+    addresses,
+    encoding_for,
 )
-from devptr._ptr import ADDR_LIMIT, SIGN_BIT
-from devptr._storage import Storage, current_device, resolve_device
-from devptr._table_base import TableBase, guarded
+from devptr._core_api import (
+    ADDR_LIMIT,
+    SIGN_BIT,
+    U64,
+    Addresses,
+    Storage,
+    TableBase,
+    U64Array,
+    current_device,
+    describe,
+    guarded,
+    index_value,
+    ptr_array,
+    resolve_device,
+    uint_array,
+    uint_value,
+)
 from devptr.adapters.ec_connector._checks import check_extent
 from devptr.adapters.ec_connector._swap import SwapPath, swap_buffers
 

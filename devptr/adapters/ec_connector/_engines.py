@@ -51,10 +51,8 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from devptr._convert import U64, U64Array
-from devptr._errors import StateError
-from devptr._ptr import DevicePtr
-from devptr._store import addresses
+from devptr import DevicePtr, StateError, addresses
+from devptr._core_api import U64, U64Array
 
 Engine = Literal["kernel", "copy_engine", "copy_engine_loop", "split"]
 Direction = Literal["H2D", "D2H", "D2D", "H2H"]

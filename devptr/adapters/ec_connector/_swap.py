@@ -39,20 +39,18 @@ from typing import Literal, NamedTuple, Protocol
 import numpy as np
 import torch
 
-from devptr import Encoding, encoding_for
-from devptr._convert import U64, U64Array
-from devptr._errors import (
+from devptr import (
     AddressRangeError,
     CapacityError,
+    Encoding,
     InvalidValueError,
     LengthMismatchError,
     PtrTypeError,
     StateError,
     UnknownBackendError,
-    describe,
+    encoding_for,
 )
-from devptr._ptr import ADDR_LIMIT, SIGN_BIT
-from devptr._storage import resolve_device
+from devptr._core_api import ADDR_LIMIT, SIGN_BIT, U64, U64Array, describe, resolve_device
 from devptr.adapters.ec_connector import _engines
 from devptr.adapters.ec_connector._checks import check_extent, default_device
 from devptr.adapters.ec_connector._engines import kernel_copy

@@ -20,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from devptr import DevicePtr
-from devptr._errors import AddressRangeError, CapacityError, PtrTypeError, StateError, describe
+from devptr import AddressRangeError, CapacityError, DevicePtr, PtrTypeError, StateError
+from devptr._core_api import describe
 from devptr.adapters.ec_connector._descriptors import DescriptorBufferPool, DescriptorBuffers
 from devptr.adapters.ec_connector._swap import SwapPath, choose_path
 

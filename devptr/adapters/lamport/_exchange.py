@@ -15,10 +15,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from devptr._encoding import Encoding
-from devptr._errors import LengthMismatchError, PtrTypeError, describe
-from devptr._ptr import DevicePtr
-from devptr._store import ptr_tensor
+from devptr import DevicePtr, Encoding, LengthMismatchError, PtrTypeError, ptr_tensor
+from devptr._core_api import describe
 
 
 def _collective_device(group: dist.ProcessGroup | None) -> torch.device:

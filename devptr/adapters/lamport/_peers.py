@@ -21,15 +21,8 @@ from typing import Protocol
 import torch
 import torch.distributed as dist
 
-from devptr._errors import (
-    AddressRangeError,
-    CapacityError,
-    InvalidValueError,
-    PtrTypeError,
-    StateError,
-    describe,
-)
-from devptr._ptr import DevicePtr
+from devptr import AddressRangeError, CapacityError, DevicePtr, InvalidValueError, PtrTypeError, StateError
+from devptr._core_api import describe
 
 
 class PeerAllocation(Protocol):
