@@ -8,8 +8,8 @@ from collections.abc import Callable
 import torch
 
 from devptr import Column, Encoding, InvalidValueError, PtrBuffer, PtrTable, PtrTypeError, SizeBuffer
+from devptr._core_api import IdentityCache, describe, index_value
 from devptr._core_api import checked_registry as _checked
-from devptr._core_api import describe, index_value
 from devptr.kernels import _runtime, _tables
 from devptr.kernels._checks import check_segments
 from devptr.kernels._launch import FastKernel, arg_key, table_view
@@ -210,25 +210,24 @@ SEGMENT_COLUMNS: tuple[tuple[str, Column], ...] = (
 )
 """Columns of a :func:`batch_memcpy_table` table: ``PtrTable(n, SEGMENT_COLUMNS, device=...)``."""
 
-_COLUMNS: dict[int, tuple[PtrTable, tuple[torch.Tensor, torch.Tensor, torch.Tensor], torch.device]] = {}
+_SegmentViews = tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], torch.device]
+_COLUMNS: IdentityCache[PtrTable, _SegmentViews] = IdentityCache()
+"""Each segment table's column views, kept as long as the table (the one cache policy)."""
 
 
 def _segment_columns(
     table: PtrTable,
 ) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor], torch.device]:
     """The three column views of a segment table (checked and made once per table)."""
-    hit = _COLUMNS.get(id(table))
-    if hit is not None and hit[0] is table:
-        return hit[1], hit[2]
+    hit = _COLUMNS.get(table)
+    if hit is not None:
+        return hit
     if list(table.columns.items()) != list(SEGMENT_COLUMNS):
         want = [c for c, _ in SEGMENT_COLUMNS]
         raise PtrTypeError(f"table columns must be {want} (got {list(table.columns)})")
     t = table.device(Encoding.I64) if table.device_type is not None else table.host(Encoding.I64)
     cols = (t[:, 0], t[:, 1], t[:, 2])
-    if len(_COLUMNS) >= 64:
-        _COLUMNS.clear()
-    _COLUMNS[id(table)] = (table, cols, t.device)
-    return cols, t.device
+    return _COLUMNS.put(table, (cols, t.device))
 
 
 def _launch_segments(

@@ -267,6 +267,29 @@ def test_segment_table_one_upload(kernel_device: torch.device) -> None:
         batch_memcpy_table(PtrTable(2, {"a": Column.PTR}), 1)
 
 
+def test_a_segment_table_is_freed_after_its_launch(kernel_device: torch.device) -> None:
+    # the launcher's column views of a table are cached weakly: launching never keeps it alive
+    import gc
+    import weakref
+
+    from devptr import PtrTable
+    from devptr.kernels import SEGMENT_COLUMNS, batch_memcpy_table
+
+    a = torch.arange(64, dtype=torch.uint8, device=kernel_device)
+    b = torch.zeros(64, dtype=torch.uint8, device=kernel_device)
+    dev = kernel_device if kernel_device.type != "cpu" else None
+    table = PtrTable(1, SEGMENT_COLUMNS, device=dev)
+    table.fill(0, src=[a], dst=[b], size=[64])
+    if dev is not None:
+        table.to_device(1)
+    batch_memcpy_table(table, 1)
+    assert torch.equal(a, b)
+    ref = weakref.ref(table)
+    del table
+    gc.collect()
+    assert ref() is None
+
+
 def test_a_buffer_released_to_its_pool_is_refused_after_a_launch(kernel_device: torch.device) -> None:
     # the launcher remembers buffer views by identity; a released buffer must still raise
     from devptr import PtrBufferPool, StaleBufferError
