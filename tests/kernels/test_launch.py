@@ -136,13 +136,15 @@ def _refusing_launcher(*_args: object) -> None:
 
 
 def test_a_refused_direct_call_is_relaunched_and_reported_once(
-    fresh_state: type, monkeypatch: pytest.MonkeyPatch
+    fresh_state: type, monkeypatch: pytest.MonkeyPatch, kernel_device: torch.device
 ) -> None:
     """Triton's launcher is replaced by one of another shape (it raises TypeError, as a
     changed C entry point does); FastKernel, the thing under test, is real."""
-    device = torch.device("cpu")
+    device = kernel_device
+    if device.type == "cuda":  # as the launchers pass it: a table's device has an index
+        device = torch.device("cuda", torch.cuda.current_device())
     fresh_state.enabled, fresh_state.version = True, triton.__version__
-    monkeypatch.setattr(fresh_state, "get_device", lambda: 0)
+    monkeypatch.setattr(fresh_state, "get_device", lambda: device.index or 0)
     monkeypatch.setattr(fresh_state, "quiet", staticmethod(lambda: True))
     monkeypatch.setattr(fresh_state, "get_stream", lambda _index: 0)
     kernels = [FastKernel("_copy_jit", "_batch_memcpy_kernel") for _ in range(2)]
@@ -188,9 +190,9 @@ def test_the_table_view_cache_keeps_no_table_alive(kernel_device: torch.device) 
     assert len(_launch._VIEWS) == before
 
 
-def test_the_plan_cache_keeps_no_workspace_alive() -> None:
-    (ws,) = local_group(1, 1 << 10, device="cpu")
-    x = torch.ones(64)
+def test_the_plan_cache_keeps_no_workspace_alive(kernel_device: torch.device) -> None:
+    (ws,) = local_group(1, 1 << 10, device=kernel_device)
+    x = torch.ones(64, device=kernel_device)
     before = len(lamport._PLANS)
     assert torch.equal(lamport_allreduce(x, ws), x)
     assert len(lamport._PLANS) == before + 1
