@@ -70,6 +70,14 @@ def _reference(tool: str, root: Path) -> float:
     return time.monotonic() - start
 
 
+def _sigint_default() -> None:
+    """The child as a terminal's Ctrl-C finds it: SIGINT's default action. A run started in
+    the background (``nohup``, ``cmd &`` in a non-interactive shell) inherits SIGINT
+    ignored, and Python then installs no KeyboardInterrupt handler: the test would measure
+    its launcher, not devptr."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
 @pytest.mark.parametrize("tool", ["migrate", "check"])
 def test_ctrl_c_with_two_jobs_exits_promptly_and_leaves_files_old_or_new(
@@ -90,7 +98,8 @@ def test_ctrl_c_with_two_jobs_exits_promptly_and_leaves_files_old_or_new(
         work = tmp_path / f"trial{trial}"
         shutil.copytree(old_tree, work)
         proc = subprocess.Popen(_command(tool, work), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                preexec_fn=_sigint_default)
         try:
             time.sleep(rng.uniform(0.45, 0.85) * full)
             if proc.poll() is not None:
