@@ -27,6 +27,7 @@ import dataclasses
 import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Final
 
 import numpy as np
@@ -149,12 +150,14 @@ class CopyPlan:
         object.__setattr__(self, "_names", [layer.name for layer in self.layers])
         object.__setattr__(self, "_funcs", [layer.funcs for layer in self.layers])
         object.__setattr__(self, "_counts", [len(layer.states) for layer in self.layers])
+        object.__setattr__(self, "_list_types", [list] * len(self.layers))
 
     _refs: list[Callable[[], object]] = dataclasses.field(init=False, repr=False, compare=False)
     _addrs: list[int] = dataclasses.field(init=False, repr=False, compare=False)
     _names: list[str] = dataclasses.field(init=False, repr=False, compare=False)
     _funcs: list[tuple[object, ...]] = dataclasses.field(init=False, repr=False, compare=False)
     _counts: list[int] = dataclasses.field(init=False, repr=False, compare=False)
+    _list_types: list[type] = dataclasses.field(init=False, repr=False, compare=False)
 
     @property
     def entries(self) -> int:
@@ -260,14 +263,22 @@ class CopyPlan:
             for f, known in zip(funcs, self._funcs, strict=True):
                 if f != known and (type(f) is tuple or f is None or tuple(f) != known):
                     return False
-        flat: list[object] = []
         try:
-            for entry, k in zip(map(forward_context.get, names), self._counts, strict=True):
-                states = entry if type(entry) is list else getattr(entry, "kv_cache", entry)
-                n = len(states)  # type: ignore[arg-type]
-                if n < k:
-                    return False
-                flat += states if n == k else states[:k]  # type: ignore[index,arg-type]
+            entries = list(map(forward_context.get, names))
+            if list(map(type, entries)) == self._list_types and (
+                list(map(len, entries)) == self._counts  # type: ignore[arg-type]
+            ):
+                # the common case (each layer's states a list of exactly the measured count):
+                # flattened in C, no Python step per layer
+                flat: list[object] = list(chain.from_iterable(entries))  # type: ignore[arg-type]
+            else:
+                flat = []
+                for entry, k in zip(entries, self._counts, strict=True):
+                    states = entry if type(entry) is list else getattr(entry, "kv_cache", entry)
+                    n = len(states)  # type: ignore[arg-type]
+                    if n < k:
+                        return False
+                    flat += states if n == k else states[:k]  # type: ignore[index,arg-type]
             # every state the very tensor measured (alive), then at the same address
             if not all(map(operator.is_, flat, map(_CALL, self._refs))):
                 return False
