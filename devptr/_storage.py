@@ -232,7 +232,7 @@ class Storage:
         cut = self._cut
         if cut is None or cut[0] != n:
             if self._m64 is None:
-                raise StateError("this table has no device mirror: construct it with device=...")
+                raise no_mirror()
             if n == 0:
                 return
             cut = self._cut = (n, self._m64[:n], self._h64[:n])
@@ -259,11 +259,16 @@ class Storage:
         view = self._views.get(key)
         if view is None:
             if self.mirror is None:
-                raise StateError("this table has no device mirror: construct it with device=...")
+                raise no_mirror()
             if len(self._views) >= 8:  # pooled storage serves tables of many sizes
                 self._views.clear()
             view = self._views[key] = self.mirror[:rows].view(dtype)
         return view
+
+
+def no_mirror() -> StateError:
+    """The StateError for uploading a table built without a device mirror."""
+    return StateError("this table has no device mirror: construct it with device=...")
 
 
 def as_readonly(arr: npt.NDArray[ScalarT]) -> npt.NDArray[ScalarT]:
