@@ -135,7 +135,27 @@ class Storage:
     ``cols == 0`` means a 1-D table (a :class:`PtrBuffer`). Not thread-safe: one writer.
     """
 
-    __slots__ = ("_event", "_event_obj", "device", "host", "mirror", "np", "pinned", "rows")
+    __slots__ = (
+        "_async",
+        "_cut",
+        "_event",
+        "_event_obj",
+        "_h64",
+        "_m64",
+        "_views",
+        "device",
+        "host",
+        "mirror",
+        "np",
+        "pinned",
+        "rows",
+    )
+
+    _cut: tuple[int, torch.Tensor, torch.Tensor] | None
+    """The last upload's row count and its (mirror, host) int64 slices (reused while the
+    count stays the same: a step of an engine uploads the same rows every time)."""
+    _views: dict[tuple[int, torch.dtype], torch.Tensor]
+    """Mirror views of a table's rows per dtype (:meth:`mirror_rows`)."""
 
     def __init__(
         self,
@@ -163,6 +183,15 @@ class Storage:
             except (RuntimeError, AssertionError) as exc:
                 raise device_unavailable(dev, exc) from None
             self.device = dev
+        self._derive()
+
+    def _derive(self) -> None:
+        """The views every upload reads, made once (host and mirror never change)."""
+        self._h64 = self.host.view(torch.int64)
+        self._m64 = None if self.mirror is None else self.mirror.view(torch.int64)
+        self._async = self.pinned and self.device is not None and self.device.type != "cpu"
+        self._cut = None
+        self._views = {}
 
     def clone(self) -> Storage:
         """A new storage of the same shape, device and pinning holding a copy of this one."""
@@ -177,6 +206,7 @@ class Storage:
         new.device = self.device
         new.mirror = None if self.mirror is None else self.mirror.clone()
         new._event = new._event_obj = None
+        new._derive()
         return new
 
     def clear(self, rows: int) -> None:
@@ -199,24 +229,46 @@ class Storage:
         With pinned memory and ``non_blocking`` the copy is asynchronous; the next host
         write through the owning buffer waits for it, so the copy never sees later data.
         """
-        if self.mirror is None:
-            raise StateError("this table has no device mirror: construct it with device=...")
-        if n == 0:
-            return
-        src = self.host[:n].view(torch.int64)
-        dst = self.mirror[:n].view(torch.int64)
-        asynchronous = non_blocking and self.pinned and dst.device.type != "cpu"
-        dst.copy_(src, non_blocking=asynchronous)
+        cut = self._cut
+        if cut is None or cut[0] != n:
+            if self._m64 is None:
+                raise no_mirror()
+            if n == 0:
+                return
+            cut = self._cut = (n, self._m64[:n], self._h64[:n])
+        asynchronous = non_blocking and self._async
+        cut[1].copy_(cut[2], non_blocking=asynchronous)
         if asynchronous:
             ev = self._event_obj
             if ev is None:
-                event_cls = getattr(getattr(torch, dst.device.type, None), "Event", None)
+                assert self.device is not None  # _async implies a mirror
+                event_cls = getattr(getattr(torch, self.device.type, None), "Event", None)
                 if event_cls is None:
                     torch.accelerator.synchronize()
                     return
                 ev = self._event_obj = event_cls()
             ev.record()
             self._event = ev
+
+    def mirror_rows(self, rows: int, dtype: torch.dtype) -> torch.Tensor:
+        """The mirror's first ``rows`` rows as ``dtype`` (made once per rows and dtype).
+
+        The caller slices it (``[:count]``), so the cached view itself is never handed out.
+        """
+        key = (rows, dtype)
+        view = self._views.get(key)
+        if view is None:
+            if self.mirror is None:
+                raise no_mirror()
+            if len(self._views) >= 8:  # pooled storage serves tables of many sizes
+                self._views.clear()
+            view = self._views[key] = self.mirror[:rows].view(dtype)
+        return view
+
+
+def no_mirror() -> StateError:
+    """The StateError for uploading a table built without a device mirror."""
+    return StateError("this table has no device mirror: construct it with device=...")
 
 
 def as_readonly(arr: npt.NDArray[ScalarT]) -> npt.NDArray[ScalarT]:

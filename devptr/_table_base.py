@@ -263,6 +263,16 @@ class AddressTable(TableBase):
         dtype = self._encoding(encoding).torch_dtype
         g = self._guard
         if g is None:
-            return self._mirror(dtype)[: self._copy(n, non_blocking)]
+            return self._upload(n, dtype, non_blocking)
         with g:
-            return self._mirror(dtype)[: self._copy(n, non_blocking)]
+            return self._upload(n, dtype, non_blocking)
+
+    def _upload(self, n: object, dtype: torch.dtype, non_blocking: bool) -> torch.Tensor:
+        """:meth:`to_device`'s work, under the guard: the storage's cached views, one copy."""
+        st = self._live()
+        if st.mirror is None:
+            self._mirror(dtype)  # raises the table's StateError
+        count = self._count(n)
+        view = st.mirror_rows(self._n, dtype)
+        st.copy_to_device(count, non_blocking)
+        return view[:count]

@@ -27,6 +27,7 @@ import dataclasses
 import operator
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from typing import Final
 
 import numpy as np
@@ -149,12 +150,22 @@ class CopyPlan:
         object.__setattr__(self, "_names", [layer.name for layer in self.layers])
         object.__setattr__(self, "_funcs", [layer.funcs for layer in self.layers])
         object.__setattr__(self, "_counts", [len(layer.states) for layer in self.layers])
+        object.__setattr__(self, "_list_types", [list] * len(self.layers))
+        # compute()'s one gather: block ids [2 per group (src columns)..., 1 per group (dst)]
+        sel2 = np.concatenate([self.src_sel, self.group + 2 * len(self.mamba_group_ids)])
+        object.__setattr__(self, "_sel2", sel2)
+        object.__setattr__(self, "_base2", np.concatenate([self.base, self.base]))
+        object.__setattr__(self, "_stride2", np.concatenate([self.stride, self.stride]))
 
     _refs: list[Callable[[], object]] = dataclasses.field(init=False, repr=False, compare=False)
     _addrs: list[int] = dataclasses.field(init=False, repr=False, compare=False)
     _names: list[str] = dataclasses.field(init=False, repr=False, compare=False)
     _funcs: list[tuple[object, ...]] = dataclasses.field(init=False, repr=False, compare=False)
     _counts: list[int] = dataclasses.field(init=False, repr=False, compare=False)
+    _list_types: list[type] = dataclasses.field(init=False, repr=False, compare=False)
+    _sel2: npt.NDArray[np.intp] = dataclasses.field(init=False, repr=False, compare=False)
+    _base2: npt.NDArray[np.uint64] = dataclasses.field(init=False, repr=False, compare=False)
+    _stride2: npt.NDArray[np.uint64] = dataclasses.field(init=False, repr=False, compare=False)
 
     @property
     def entries(self) -> int:
@@ -260,14 +271,22 @@ class CopyPlan:
             for f, known in zip(funcs, self._funcs, strict=True):
                 if f != known and (type(f) is tuple or f is None or tuple(f) != known):
                     return False
-        flat: list[object] = []
         try:
-            for entry, k in zip(map(forward_context.get, names), self._counts, strict=True):
-                states = entry if type(entry) is list else getattr(entry, "kv_cache", entry)
-                n = len(states)  # type: ignore[arg-type]
-                if n < k:
-                    return False
-                flat += states if n == k else states[:k]  # type: ignore[index,arg-type]
+            entries = list(map(forward_context.get, names))
+            if list(map(type, entries)) == self._list_types and (
+                list(map(len, entries)) == self._counts  # type: ignore[arg-type]
+            ):
+                # the common case (each layer's states a list of exactly the measured count):
+                # flattened in C, no Python step per layer
+                flat: list[object] = list(chain.from_iterable(entries))  # type: ignore[arg-type]
+            else:
+                flat = []
+                for entry, k in zip(entries, self._counts, strict=True):
+                    states = entry if type(entry) is list else getattr(entry, "kv_cache", entry)
+                    n = len(states)  # type: ignore[arg-type]
+                    if n < k:
+                        return False
+                    flat += states if n == k else states[:k]  # type: ignore[index,arg-type]
             # every state the very tensor measured (alive), then at the same address
             if not all(map(operator.is_, flat, map(_CALL, self._refs))):
                 return False
@@ -309,11 +328,12 @@ class CopyPlan:
             dsts.append(d)
         if bias < 0 or (bias > self.min_width and self.min_width != UNBOUNDED):
             raise CapacityError(f"accept_token_bias {bias} outside [0, {self.min_width}]")
-        # -1 (a column no state reads) wraps to 2**64 - 1 here, and no entry selects it
-        sb = np.array(cols, dtype=np.int64).view(U64)[self.src_sel]
-        db = np.array(dsts, dtype=np.int64).view(U64)[self.group]
-        src_addr = self.base + sb * self.stride
-        dst_addr = self.base + db * self.stride
+        # -1 (a column no state reads) wraps to 2**64 - 1 here, and no entry selects it;
+        # sources and destinations in one pass: [src blocks..., dst blocks...] of the entries
+        blk = np.array(cols + dsts, dtype=np.int64).view(U64)[self._sel2]
+        both = self._base2 + blk * self._stride2
+        n = self.base.shape[0]
+        src_addr, dst_addr = both[:n], both[n:]
         if bias:
             src_addr += U64(bias) * self.conv_shift
             sizes = self.size0 - np.int64(bias) * self.conv_tok

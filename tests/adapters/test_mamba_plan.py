@@ -141,3 +141,45 @@ def test_spec_decode_refuses_use_before_initialisation() -> None:
     with pytest.raises(NotInitializedError, match="state_meta_row"):
         meta.state_meta_row(0)
     assert isinstance(NotInitializedError("x"), RuntimeError)
+
+
+def test_list_states_replaced_moved_or_regrown_are_followed() -> None:
+    """The check's list path (every layer a plain list of the measured count, flattened
+    at once) notices each of: a state replaced in the list, a state moved under the same
+    tensor object (``set_``), a new tensor at a measured address (a view of another
+    shape) and a layer whose list grew; none is read through the old plan."""
+    ctx: dict[str, object] = dict(_states(0))
+    bufs = MambaCopyBuffers.create(2, GROUPS, FUNCS, [1], pin_memory=False)
+    _, dst = _collect(bufs, ctx)
+    assert dst == _want(ctx)
+    plan = bufs._plan
+    bufs.end_step()
+
+    states = ctx["m.0"]
+    assert isinstance(states, list)
+    states[1] = torch.randn(8, 2, 8)  # replaced in place in the list
+    _, dst2 = _collect(bufs, ctx)
+    assert dst2 == _want(ctx) and dst2[1] != dst[1] and bufs._plan is not plan
+    bufs.end_step()
+
+    plan = bufs._plan
+    states[0].set_(torch.randn(8, 4, 16))  # same object, new memory
+    _, dst3 = _collect(bufs, ctx)
+    assert dst3 == _want(ctx) and dst3[0] != dst2[0] and bufs._plan is not plan
+    bufs.end_step()
+
+    states[1] = states[1].view(16, 1, 8)  # a new tensor at the same address, other geometry
+    _, dst3 = _collect(bufs, ctx)
+    assert dst3 == _want(ctx) and dst3[1] != dst2[1]
+    bufs.end_step()
+
+    plan = bufs._plan
+    m1 = ctx["m.1"]
+    assert isinstance(m1, list)
+    m1.append(torch.zeros(1))  # more states than copy functions: the measured prefix counts
+    _, dst4 = _collect(bufs, ctx)
+    assert dst4 == dst3 and bufs._plan is plan  # still current: the first state is unchanged
+    bufs.end_step()
+    m1[0] = torch.randn(8, 3, 8)  # and the longer list is still checked
+    _, dst5 = _collect(bufs, ctx)
+    assert dst5[2] == m1[0][5].data_ptr() != dst4[2]

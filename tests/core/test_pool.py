@@ -274,3 +274,16 @@ def test_max_buffers_holds_under_concurrent_acquire() -> None:
         t.join(20)
     assert (len(got), refused) == (1, threads - 1)
     assert pool.held == 1
+
+
+def test_reused_storage_uploads_the_new_holders_rows() -> None:
+    """A handle over reused, larger storage uploads and shows its own rows only."""
+    pool = PtrBufferPool(8, device="cpu", pin_memory=False)
+    a = pool.acquire(8)
+    a[:] = [DevicePtr(i + 1) for i in range(8)]
+    assert a.to_device(8).shape == (8,)
+    pool.release(a)
+    b = pool.acquire(3)
+    b[0] = DevicePtr(77)
+    out = b.to_device()
+    assert out.shape == (3,) and out.tolist() == [77, 0, 0] and b.device().shape == (3,)

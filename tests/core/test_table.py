@@ -105,3 +105,41 @@ def test_row_assignment_takes_a_mapping() -> None:
     assert dup.column("n").tolist() == [2, -1]
     with pytest.raises(PtrTypeError, match="cannot be pickled"):
         pickle.dumps(table)
+
+
+def test_to_device_follows_the_count_and_the_writes() -> None:
+    """``to_device`` reuses its views while the count stays the same (the hot path of an
+    engine's step); a new count, later host writes and a copied table are each uploaded
+    exactly, into their own mirror."""
+    t = PtrTable(6, COLS, device="cpu", pin_memory=False)
+    t.fill(0, src=[DevicePtr(a + 1) for a in range(6)], dst=np.arange(6, dtype=np.uint64),
+           nbytes=[7] * 6, flag=list(range(6)))
+    out = t.to_device(3)
+    assert out.shape == (3, 4) and out.tolist() == t.host()[:3].tolist()
+    assert t.device()[3:].eq(0).all()  # rows past the count are not copied
+    t.fill(0, src=[DevicePtr(99)], dst=[DevicePtr(98)], nbytes=[5], flag=[-1])
+    assert t.to_device(3)[0].tolist() == [99, 98, 5, -1]  # same count: the new host data
+    assert t.to_device(5).tolist() == t.host()[:5].tolist()  # another count
+    assert t.to_device().shape == (6, 4) and t.device().tolist() == t.host().tolist()
+    assert t.to_device(2, encoding=Encoding.U64).dtype == torch.uint64
+    assert t.to_device(0).shape == (0, 4)
+    with pytest.raises(CapacityError):
+        t.to_device(7)
+
+    import copy
+
+    dup = copy.deepcopy(t)
+    dup.fill(0, src=[DevicePtr(1234)], dst=[DevicePtr(1)], nbytes=[1], flag=[1])
+    dup.to_device(3)
+    assert dup.device()[0, 0].item() == 1234 and t.device()[0, 0].item() == 99
+    view = t.to_device(3)
+    view.resize_(1, 4)  # a caller's view is its own: the next upload's is whole
+    assert t.to_device(3).shape == (3, 4)
+
+
+def test_to_device_of_a_host_only_table_raises() -> None:
+    from devptr import StateError
+
+    t = PtrTable(2, COLS, pin_memory=False)
+    with pytest.raises(StateError, match="no device mirror"):
+        t.to_device(1)
