@@ -115,14 +115,14 @@ class SizeBuffer(TableBase):
         """The device mirror as an int64 tensor (what the last :meth:`to_device` copied)."""
         return self._mirror(torch.int64)
 
+    @guarded
     def to_device(self, n: int | None = None, *, non_blocking: bool = True) -> torch.Tensor:
         """Copy the first ``n`` entries (default: all) to the device mirror in one copy.
 
         Returns the device view of those entries. Asynchronous with pinned host memory; the
         next write through this buffer waits for the copy.
         """
-        count = self._copy(n, non_blocking)
-        return self._mirror(torch.int64)[:count]
+        return self._upload(n, torch.int64, non_blocking)
 
 
 __all__ = ["SizeBuffer", "size_array"]

@@ -266,9 +266,10 @@ class Storage:
         return view
 
 
-def no_mirror() -> StateError:
-    """The StateError for uploading a table built without a device mirror."""
-    return StateError("this table has no device mirror: construct it with device=...")
+def no_mirror(what: str = "table") -> StateError:
+    """The StateError for a mirror view or upload of ``what`` (a table built without a device
+    mirror)."""
+    return StateError(f"this {what} has no device mirror: construct it with device=...")
 
 
 def as_readonly(arr: npt.NDArray[ScalarT]) -> npt.NDArray[ScalarT]:

@@ -24,8 +24,8 @@ import torch
 
 from devptr._convert import index_value
 from devptr._encoding import Encoding, encoding_for
-from devptr._errors import CapacityError, PtrTypeError, StaleBufferError, StateError, describe
-from devptr._storage import Storage, check_encoding_arg
+from devptr._errors import CapacityError, PtrTypeError, StaleBufferError, describe
+from devptr._storage import Storage, check_encoding_arg, no_mirror
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -192,18 +192,20 @@ class TableBase:
     def _mirror(self, dtype: torch.dtype) -> torch.Tensor:
         st = self._live()
         if st.mirror is None:
-            raise StateError(
-                f"this {type(self).__name__} has no device mirror: construct it with device=..."
-            )
+            raise no_mirror(type(self).__name__)
         return st.mirror[: self._n].view(dtype)
 
-    @guarded
-    def _copy(self, n: object, non_blocking: bool) -> int:
-        """Copy the first ``n`` rows (None: all) to the mirror; return how many."""
+    def _upload(self, n: object, dtype: torch.dtype, non_blocking: bool) -> torch.Tensor:
+        """Every table's ``to_device``, called under the guard: copy the first ``n`` rows
+        (None: all) to the mirror in one copy and return the mirror's view of them as
+        ``dtype`` (the storage's cached views)."""
         st = self._live()
+        if st.mirror is None:
+            raise no_mirror(type(self).__name__)
         count = self._count(n)
+        view = st.mirror_rows(self._n, dtype)
         st.copy_to_device(count, non_blocking)
-        return count
+        return view[:count]
 
     def __repr__(self) -> str:
         name = type(self).__name__
@@ -266,13 +268,3 @@ class AddressTable(TableBase):
             return self._upload(n, dtype, non_blocking)
         with g:
             return self._upload(n, dtype, non_blocking)
-
-    def _upload(self, n: object, dtype: torch.dtype, non_blocking: bool) -> torch.Tensor:
-        """:meth:`to_device`'s work, under the guard: the storage's cached views, one copy."""
-        st = self._live()
-        if st.mirror is None:
-            self._mirror(dtype)  # raises the table's StateError
-        count = self._count(n)
-        view = st.mirror_rows(self._n, dtype)
-        st.copy_to_device(count, non_blocking)
-        return view[:count]
