@@ -11,7 +11,16 @@ Profiling companion of ``bench_ec_engines.py`` (no results table of its own): fo
 - the copy engines on 1, 2, 4 and 8 streams (GB/s, CUDA events), each checked byte for byte;
 - the Mamba adapter's host path split into its stages (``bench_mamba_host.py``'s model).
 
+``--cpu`` (no GPU needed): the host work of ``DescriptorBuffers.swap`` per call on this
+machine, for the batches profiled on the GPU, with the kernel launch itself left out (the
+compiled kernel's launcher replaced by a no-op; everything before it runs: the swap's
+checks, the descriptor views, ``batch_memcpy``'s or the adapter's launch preparation),
+through the ``kernel`` path and through a registered no-op platform op, next to what a
+caller with host tables pays for the same preparation (``batch_memcpy`` on three tensors).
+Run it with ``PYTHONPATH`` at two checkouts to compare before and after.
+
     python benchmarks/profile_ec_swap.py --out DIR
+    TRITON_INTERPRET=1 python benchmarks/profile_ec_swap.py --cpu --out DIR
 """
 
 from __future__ import annotations
@@ -50,7 +59,8 @@ def host_us(fn: Callable[[], object], number: int = 50, repeat: int = 5, sync: b
         for _ in range(number):
             fn()
         out.append((time.perf_counter_ns() - t0) / number / 1e3)
-    torch.cuda.synchronize()
+    if sync:
+        torch.cuda.synchronize()
     return statistics.median(out)
 
 
@@ -274,10 +284,73 @@ def mamba(log: list[str], res: dict[str, Any]) -> None:
     log.append(buf.getvalue())
 
 
+class _NoLaunch:
+    """Stands in for ``devptr.kernels._memcpy._KERNEL`` in ``--cpu``: every launch a no-op."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def launch(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    def jit_module(self) -> Any:
+        return self.real.jit_module()
+
+
+def cpu_host_work(out: Path) -> int:
+    """``--cpu``: host microseconds per swap call with the launch left out (module doc)."""
+    from devptr import Encoding
+    from devptr.adapters.ec_connector import register_swap_op
+    from devptr.kernels import _memcpy as M
+
+    log: list[str] = [H.header()]
+    res: dict[str, Any] = {"meta": H.meta()}
+    pool = DescriptorBufferPool("cpu")
+    register_swap_op("cpu", lambda s, d, k, a: None)
+    real = M._KERNEL
+    M._KERNEL = _NoLaunch(real)  # type: ignore[assignment]
+    try:
+        for block, n in ((16 * KIB, 4096), (4 * KIB, 16384), (4 * MIB, 64)):
+            bufs = pool.acquire(n)
+            bufs.add_strided_copies(
+                0, DevicePtr(1 << 40), np.random.default_rng(block).permutation(n).astype(np.uint64),
+                DevicePtr(1 << 41), np.arange(n, dtype=np.uint64), block, np.full(n, block, dtype=np.uint64),
+            )  # fmt: skip
+            hs, hd, hk = (torch.from_numpy(a.copy().view(np.int64)) for a in bufs.numpy(n))
+            ts, td, tk = (t.view(torch.uint64) for t in (hs, hd, hk))
+            row = {
+                "swap, kernel path (launch left out)": host_us(
+                    lambda: bufs.swap(n, path="kernel"), number=200, repeat=7, sync=False
+                ),
+                "swap, no-op platform op": host_us(lambda: bufs.swap(n, path="op"), number=200, repeat=7, sync=False),
+                "rival: batch_memcpy on 3 tensors (launch left out)": host_us(
+                    lambda: batch_memcpy(ts, td, tk, n, max_size=block), number=200, repeat=7, sync=False
+                ),
+            }
+            bufs.host(n, Encoding.U64)  # a writable view: from now on every swap validates
+            row["swap, kernel path, after host() (validates)"] = host_us(
+                lambda: bufs.swap(n, path="kernel"), number=200, repeat=7, sync=False
+            )
+            res[f"{block} B x {n}"] = row
+            log.append(f"=== {block} B x {n}: host us per call " + json.dumps({k: round(v, 1) for k, v in row.items()}))
+            print(log[-1], flush=True)
+            pool.release(bufs)
+    finally:
+        M._KERNEL = real
+        unregister_swap_op("cpu")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "profile_ec_cpu.log").write_text("\n".join(log))
+        (out / "profile_ec_cpu.json").write_text(json.dumps(res, indent=1, default=str))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("."))
+    ap.add_argument("--cpu", action="store_true", help="host work per swap on this machine, no GPU")
     args = ap.parse_args()
+    if args.cpu:
+        return cpu_host_work(args.out)
     log: list[str] = [H.header()]
     res: dict[str, Any] = {"meta": H.meta()}
     device = torch.device("cuda")

@@ -195,14 +195,23 @@ class TableBase:
             raise no_mirror(type(self).__name__)
         return st.mirror[: self._n].view(dtype)
 
-    def _upload(self, n: object, dtype: torch.dtype, non_blocking: bool) -> torch.Tensor:
+    def _upload(self, n: object, dtype: torch.dtype, non_blocking: bool, columns: int = 1) -> torch.Tensor:
         """Every table's ``to_device``, called under the guard: copy the first ``n`` rows
         (None: all) to the mirror in one copy and return the mirror's view of them as
-        ``dtype`` (the storage's cached views)."""
+        ``dtype`` (the storage's cached views).
+
+        ``columns`` > 1: the storage holds the table as that many contiguous columns of
+        ``capacity`` words (the EC descriptor buffers: 3); the one copy covers every column
+        but the last whole and the last one's first ``n`` words, and the view returned is
+        the whole ``columns * capacity`` words (the caller cuts its columns from it)."""
         st = self._live()
         if st.mirror is None:
             raise no_mirror(type(self).__name__)
         count = self._count(n)
+        if columns != 1:
+            view = st.mirror_rows(columns * self._n, dtype)
+            st.copy_to_device((columns - 1) * self._n + count if count else 0, non_blocking)
+            return view
         view = st.mirror_rows(self._n, dtype)
         st.copy_to_device(count, non_blocking)
         return view[:count]

@@ -10,6 +10,14 @@ Each column is a contiguous 1-D view, which is what ``swap_blocks_batch`` consum
 Byte counts are validated to lie in ``[0, 2**63)``, so the int64 and the uint64 view of the
 sizes column read the same value: one storage serves the CUDA/ROCm op (int64 src, dst
 *and* sizes) and the XPU op (uint64) without a per-platform dtype.
+
+Validated once, when stored: every row of a handle is either zero (the pool hands storage
+over zeroed) or was written by ``add_*``, which check what they write; so ``swap`` does not
+scan the tables again (:meth:`DescriptorBuffers._batch_facts`). Two things make a handle
+*unchecked* for the rest of its life, and then every ``swap`` validates the whole batch as
+``swap_blocks_batch`` does: a writable view handed out (``host()``, ``src_ptrs``,
+``dst_ptrs``, ``sizes``: a write through it is not seen), and a stored copy with bytes and
+a null address (allowed in the table, refused by ``swap`` with the same error as before).
 """
 
 from __future__ import annotations
@@ -48,9 +56,11 @@ from devptr._core_api import (
     uint_value,
 )
 from devptr.adapters.ec_connector._checks import check_extent
-from devptr.adapters.ec_connector._swap import SwapPath, swap_buffers
+from devptr.adapters.ec_connector._swap import BatchFacts, SwapPath, Views, swap_buffers, validate
 
 _max = np.maximum.reduce
+_min = np.minimum.reduce
+_sum = np.add.reduce
 
 ByteCounts = Sequence[int] | npt.NDArray[np.integer] | torch.Tensor
 """Byte counts as callers pass them: ints, a 1-D integer array or a CPU integer tensor."""
@@ -81,7 +91,7 @@ class DescriptorBuffers(TableBase):
     :meth:`DescriptorBufferPool.release` every method raises :class:`devptr.StaleBufferError`.
     """
 
-    __slots__ = ("_backend", "_cols", "_device")
+    __slots__ = ("_backend", "_cols", "_device", "_kernel_cols", "_known", "_read", "_stored", "_unchecked")
 
     def __init__(self, storage: Storage, capacity: int, backend: str, device: torch.device) -> None:
         self._attach(storage, capacity)
@@ -96,6 +106,18 @@ class DescriptorBuffers(TableBase):
             whole[capacity : 2 * capacity],
             whole[2 * capacity : 3 * capacity],
         )
+        ro = whole.view()
+        ro.flags.writeable = False
+        # Read-only views of the same columns (numpy(), the swap paths).
+        self._read = (ro[:capacity], ro[capacity : 2 * capacity], ro[2 * capacity : 3 * capacity])
+        # The kernel's view of the columns, whole capacity (made at the first launch).
+        self._kernel_cols: Views | None = None
+        # Validation state (module doc): True once a row may hold what add_* did not check.
+        self._unchecked = False
+        # (end, largest byte count) of the rows add_* wrote contiguously from 0, or None.
+        self._stored: tuple[int, int] | None = (0, 0)
+        # (n, facts) of the last swap's batch, until the next write.
+        self._known: tuple[int, BatchFacts] | None = None
 
     # -- state ----------------------------------------------------------------------
     @property
@@ -161,6 +183,7 @@ class DescriptorBuffers(TableBase):
         src_col[first:end] = src
         dst_col[first:end] = dst
         size_col[first:end] = sizes
+        self._wrote(first, end, top, not (int(_min(src)) and int(_min(dst))))
         return end
 
     @guarded
@@ -225,7 +248,65 @@ class DescriptorBuffers(TableBase):
         np.multiply(di, stride, out=out)
         np.add(out, dst_base.addr, out=out)
         size_col[first:end] = sizes
+        # no wrap (checked above): an address is null only where its base is
+        self._wrote(first, end, top, not (src_base.addr and dst_base.addr))
         return end
+
+    def _wrote(self, first: int, end: int, top: int, maybe_null: bool) -> None:
+        """Keep the validation state after ``add_*`` stored rows ``[first, end)`` whose
+        largest byte count is ``top``; ``maybe_null``: some address may be 0 (then a copy
+        with bytes and a null address leaves the handle unchecked: ``swap`` refuses it)."""
+        self._known = None
+        stored = self._stored
+        if first == 0:
+            self._stored = (end, top)
+        elif stored is not None and first == stored[0]:
+            self._stored = (end, max(stored[1], top))
+        else:
+            self._stored = None
+        if maybe_null and not self._unchecked:
+            s, d, k = (c[first:end] for c in self._read)
+            self._unchecked = bool(((k != 0) & ((s == 0) | (d == 0))).any())
+
+    def _batch_facts(self, n: int) -> BatchFacts:
+        """The byte-count facts of the first ``n`` copies for ``swap``: no scan of the
+        addresses while every row is checked (the sum of the byte counts once per batch
+        and write; the largest from ``add_*`` when they stored exactly these rows), else
+        :func:`validate` over the batch (which raises on a bad copy)."""
+        self._live()
+        if self._unchecked:
+            return validate(*self._np_views(n))
+        known = self._known
+        if known is not None and known[0] == n:
+            return known[1]
+        k = self._read[2][:n]
+        stored = self._stored
+        top = stored[1] if stored is not None and stored[0] == n else (int(_max(k)) if n else 0)
+        # exact while n * top < 2**64 (always, for real batches)
+        total = int(_sum(k)) if n * top < ADDR_LIMIT else sum(k.tolist())
+        facts = BatchFacts(top, total, None)
+        self._known = (n, facts)
+        return facts
+
+    def _device_columns(self, n: int) -> Views:
+        """The kernel's tables: the first ``n`` copies' descriptors uploaded to the mirror
+        in one copy (:meth:`TableBase._upload`), and the mirror's three uint64 columns at
+        full capacity (made once; the kernel reads the first ``n`` entries). Without a
+        mirror (the CPU, under the interpreter), the host columns."""
+        cols = self._kernel_cols
+        st = self._live()
+        if st.mirror is None:
+            if cols is None:
+                cols = self._kernel_cols = self._columns(st.host.view(torch.uint64))
+            return cols
+        whole = self._upload(n, torch.uint64, True, columns=3)
+        if cols is None:
+            cols = self._kernel_cols = self._columns(whole)
+        return cols
+
+    def _columns(self, t: torch.Tensor) -> Views:
+        cap = self._n
+        return t[:cap], t[cap : 2 * cap], t[2 * cap : 3 * cap]
 
     # -- views ----------------------------------------------------------------------
     @guarded
@@ -235,8 +316,16 @@ class DescriptorBuffers(TableBase):
         """``(src, dst, sizes)`` host tensors of the first ``n`` copies (zero-copy views).
 
         ``encoding`` defaults to :attr:`encoding` (int64 for CUDA/ROCm ops, uint64 for XPU);
-        all three tensors share it, sizes included.
+        all three tensors share it, sizes included. The views are writable: from this call
+        on, every :meth:`swap` of this handle validates its whole batch (a write through them
+        bypasses ``add_*``'s checks).
         """
+        views = self._host_views(n, encoding)
+        self._unchecked = True
+        return views
+
+    def _host_views(self, n: int | None, encoding: Encoding | None) -> Views:
+        """:meth:`host` for the swap paths, which write nothing through the views."""
         st = self._live()
         count = self._count(n)
         enc = self.encoding if encoding is None else encoding
@@ -254,23 +343,23 @@ class DescriptorBuffers(TableBase):
         buffers waits for it). Needs a pool with a non-CPU device.
         """
         st = self._live()
-        count = self._count(n)
-        cap = self._n
         if st.mirror is None:
             raise StateError("these buffers have no device mirror (their pool's device is the CPU)")
-        st.copy_to_device(2 * cap + count if count else 0, non_blocking=True)
-        t = st.mirror.view(encoding.torch_dtype)
+        count = self._count(n)
+        cap = self._n
+        t = self._upload(count, encoding.torch_dtype, True, columns=3)
         return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
 
     @guarded
     def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]:
         """Read-only uint64 numpy views ``(src, dst, sizes)`` of the first ``n`` copies."""
-        st = self._live()
-        count = self._count(n)
-        cap = self._n
-        a = st.np.view()
-        a.flags.writeable = False
-        return a[:count], a[cap : cap + count], a[2 * cap : 2 * cap + count]
+        self._live()
+        return self._np_views(self._count(n))
+
+    def _np_views(self, n: int) -> tuple[U64Array, U64Array, U64Array]:
+        """:meth:`numpy` for the swap paths (``n`` checked, the handle live)."""
+        s, d, k = self._read
+        return s[:n], d[:n], k[:n]
 
     @property
     def src_ptrs(self) -> torch.Tensor:
@@ -374,4 +463,4 @@ class DescriptorBufferPool:
         if not isinstance(bufs, DescriptorBuffers):
             raise PtrTypeError(f"release() takes DescriptorBuffers (got {describe(bufs)})")
         self._pool.release_handle(bufs)  # stale or another pool's buffers: StaleBufferError
-        bufs._cols = None
+        bufs._cols = bufs._kernel_cols = None

@@ -307,14 +307,51 @@ def kernel_copy(
     host) sizes the grid. On the CPU the tensors stay on the host and the kernel runs
     under ``TRITON_INTERPRET=1`` (tests).
     """
+    _kernels().batch_memcpy(src, dst, sizes, n, max_size=max_size)
+
+
+def table_copy(
+    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int, device: torch.device
+) -> None:
+    """:func:`kernel_copy` for tables the adapter built and checked itself: the descriptor
+    buffers' own column views (1-D uint64, contiguous, on ``device``, at least ``n``
+    entries each; byte counts checked when stored, the largest ``max_size``).
+
+    ``devptr.kernels``' one segment launcher (the knobs, the launch configuration, checked
+    mode, the cached direct launch), without ``batch_memcpy``'s table checks, which cost
+    more host time than the launch itself for these tables.
+    """
+    k = _kernels()
+    k.launch(src, dst, sizes, n, device, lambda: max_size, max_size, None, None, k.byte_chunk, k.num_warps)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Kernels:
+    """What the swap paths use of ``devptr.kernels`` (imported on first use: it needs Triton)."""
+
+    batch_memcpy: Callable[..., object]
+    launch: Callable[..., None]
+    byte_chunk: int
+    num_warps: int
+
+
+_kernels_found: list[_Kernels] = []
+
+
+def _kernels() -> _Kernels:
+    if _kernels_found:
+        return _kernels_found[0]
     try:  # looked up lazily: devptr.kernels imports triton
-        batch_memcpy: Callable[..., object] = importlib.import_module("devptr.kernels").batch_memcpy
+        pub = importlib.import_module("devptr.kernels")
+        mem = importlib.import_module("devptr.kernels._memcpy")
+        found = _Kernels(pub.batch_memcpy, mem._launch_segments, mem.BYTE_CHUNK, mem.NUM_WARPS)
     except (ImportError, AttributeError) as exc:
         raise StateError(
             "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
             f"install devptr[kernels] or register a platform op ({exc})"
         ) from None
-    batch_memcpy(src, dst, sizes, n, max_size=max_size)
+    _kernels_found.append(found)
+    return found
 
 
 _side: dict[int, list[Any]] = {}
@@ -520,6 +557,7 @@ def calibrate(
         side.synchronize()
         del a, b, h
     _crossovers[_index(dev)] = result
+    _choices.clear()
     LOG.debug("EC engine crossovers for %s: %s", result.device, result.rates)
     return result
 
@@ -609,7 +647,9 @@ def choose(
 ) -> EngineChoice:
     """The engine for one batch on ``device`` (calibrating the device on first use).
 
-    ``total``: the batch's bytes, when the caller's validation already summed them.
+    ``total``: the batch's bytes, when the caller's validation already summed them. The
+    choice is remembered per device, pair of address granules (the direction) and block
+    size until the next :func:`calibrate`, so a batch like an earlier one costs one look-up.
     """
     n = int(sizes.shape[0])
     if total is None:
@@ -619,19 +659,32 @@ def choose(
         return record(EngineChoice("kernel", None, 0, "no bytes to copy"))
     # an empty copy's address may be null: read the direction from a copy with bytes
     first = 0 if sizes[0] else int(np.argmax(sizes != 0))
+    src0, dst0 = int(src[first]), int(dst[first])
+    if torch.cuda.is_current_stream_capturing():
+        return record(EngineChoice("kernel", None, block, "stream capture: the capturable kernel"))
+    key = (_index(device), src0 >> _GRANULE, dst0 >> _GRANULE, block)
+    hit = _choices.get(key)
+    if hit is not None:
+        return record(hit)
     rt = cuda_runtime()
     if rt is None:
         return record(EngineChoice("kernel", None, block, "no CUDA runtime library for the copy engines"))
-    if torch.cuda.is_current_stream_capturing():
-        return record(EngineChoice("kernel", None, block, "stream capture: the capturable kernel"))
-    direc = direction(rt, int(src[first]), int(dst[first]))
+    direc = direction(rt, src0, dst0)
     table = crossovers(device)
     if table is None:
         table = calibrate(device)
     best = table.best(direc, block)
     if best is None:
         return record(EngineChoice("kernel", direc, block, f"no measurement for {direc}"))
-    return record(EngineChoice(best[0], direc, block, best[2], best[1], best[3]))
+    if len(_choices) >= 4096:
+        _choices.clear()
+    choice = _choices[key] = EngineChoice(best[0], direc, block, best[2], best[1], best[3])
+    return record(choice)
+
+
+_choices: dict[tuple[int, int, int, int], EngineChoice] = {}
+"""The choices :func:`choose` made from crossovers, by device index, address granules and
+block size (cleared by :func:`calibrate`)."""
 
 
 __all__ = [

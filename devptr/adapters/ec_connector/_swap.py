@@ -53,7 +53,7 @@ from devptr import (
 from devptr._core_api import ADDR_LIMIT, SIGN_BIT, U64, U64Array, describe, resolve_device
 from devptr.adapters.ec_connector import _engines
 from devptr.adapters.ec_connector._checks import check_extent, default_device
-from devptr.adapters.ec_connector._engines import kernel_copy
+from devptr.adapters.ec_connector._engines import kernel_copy, table_copy
 
 SwapOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], None]
 """``fn(src, dst, sizes, is_src_access_order_any)``: host tensors of equal length, in the
@@ -77,8 +77,10 @@ class Descriptors(Protocol):
     @property
     def encoding(self) -> Encoding: ...
     def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]: ...
-    def host(self, n: int | None = None, encoding: Encoding | None = None) -> Views: ...
-    def to_device(self, n: int | None = None, encoding: Encoding = Encoding.U64) -> Views: ...
+    def _host_views(self, n: int | None, encoding: Encoding | None) -> Views: ...
+    def _batch_facts(self, n: int) -> BatchFacts: ...
+    def _np_views(self, n: int) -> tuple[U64Array, U64Array, U64Array]: ...
+    def _device_columns(self, n: int) -> Views: ...
 
 
 _lock = threading.Lock()
@@ -201,8 +203,8 @@ class BatchFacts(NamedTuple):
     """The largest byte count."""
     total: int
     """The batch's bytes."""
-    has_empty: bool
-    """Whether some copy has 0 bytes."""
+    has_empty: bool | None
+    """Whether some copy has 0 bytes (None: not looked at)."""
 
 
 _NO_FACTS = BatchFacts(0, 0, False)
@@ -395,32 +397,32 @@ def swap_buffers(
 ) -> None:
     """``swap_blocks_batch`` over the first ``n`` copies of ``bufs``.
 
-    The ``kernel`` path uses the buffers' device mirror (one copy of the descriptors,
-    after which the next write to ``bufs`` waits for that copy).
+    The tables are validated when ``add_*`` store them (``bufs._batch_facts``: no scan
+    here unless the handle is unchecked). The ``kernel`` path uses the buffers' device
+    mirror (one copy of the descriptors, after which the next write to ``bufs`` waits for
+    that copy) and launches without ``batch_memcpy``'s table checks (:func:`table_copy`:
+    the adapter built those tables).
     """
     count = _check_n(n, bufs.capacity)
-    s, d, k = bufs.numpy(count)
-    facts = validate(s, d, k)
+    facts = bufs._batch_facts(count)
     dev = bufs.device
     chosen = choose_path(bufs.backend, dev, path)
     if count == 0:
         return
-    choice = _engine(path, chosen, dev, s, d, k, facts)
-    if choice is not None and _run_choice(
-        choice, s, d, k, dev, is_src_access_order_any, facts,
-        lambda: bufs.to_device(count, Encoding.U64),
-    ):  # fmt: skip
-        return
     if chosen == "op":
         op = swap_op_for(bufs.backend)
         assert op is not None
-        hs, hd, hk = bufs.host(count, bufs.encoding)
+        hs, hd, hk = bufs._host_views(count, bufs.encoding)
         op(hs, hd, hk, is_src_access_order_any)
-    elif chosen == "host":
+        return
+    s, d, k = bufs._np_views(count)
+    choice = _engine(path, chosen, dev, s, d, k, facts)
+    if choice is not None and _run_choice(
+        choice, s, d, k, dev, is_src_access_order_any, facts, lambda: bufs._device_columns(count)
+    ):
+        return
+    if chosen == "host":
         host_copy(s, d, k)
-    else:
-        if dev.type == "cpu":  # no mirror: the interpreter reads the host views
-            ds, dd, dk = bufs.host(count, Encoding.U64)
-        else:
-            ds, dd, dk = bufs.to_device(count, Encoding.U64)
-        kernel_copy(ds, dd, dk, count, facts.top)
+    else:  # the mirror (the host columns on the CPU, where the interpreter reads them)
+        ds, dd, dk = bufs._device_columns(count)
+        table_copy(ds, dd, dk, count, facts.top, dev)
