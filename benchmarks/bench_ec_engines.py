@@ -8,8 +8,7 @@ slot ``i`` (one descriptor per block). Compared in the same run, on the same blo
   dispatcher's choice (crossovers measured by ``calibrate_engines`` at the start of this
   run, timed and reported), then the chosen engine (the descriptor upload included when
   it is the kernel);
-- ``EC kernel (before)``: the same call with ``path="kernel"`` (the only device path
-  before the dispatcher);
+- ``EC kernel``: the same call with ``path="kernel"`` (the SM kernel forced);
 - ``SM kernel, tables ready``: ``devptr.kernels.batch_memcpy`` on device tables (a floor:
   no engine given host tables can skip their upload);
 - ``SM kernel, host tables``: the same launch after one upload of the host tables (one
@@ -23,6 +22,9 @@ slot ``i`` (one descriptor per block). Compared in the same run, on the same blo
 - ``contiguous``: one ``copy_`` of the whole batch (the ceiling for these bytes).
 
 Each variant is checked byte for byte (destination poisoned first) before it is timed.
+Host time per call (``host_us``): ``EC auto``, ``EC kernel`` and ``SM kernel, host tables``
+issued 10 at a time back to back (perf_counter, the device left to drain between samples),
+median of 3: the host work a swap costs the caller, against a bare upload and launch.
 Payload GB/s (one direction), median of ``--iters`` batches timed with CUDA events,
 variants taking turns in every round. Batches: ``--total`` bytes (default 256 MiB), and
 64 MiB for blocks below 64 KiB (the per-block torch loop would take seconds).
@@ -73,6 +75,20 @@ def _event_time(fn: Callable[[], object], number: int) -> float:
     return float(start.elapsed_time(end)) * 1e-3 / number
 
 
+def _host_us(fn: Callable[[], object], number: int = 10, repeat: int = 3) -> float:
+    """Median host microseconds per call of ``number`` back-to-back calls (device drained
+    before each sample, not timed)."""
+    out = []
+    for _ in range(repeat):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        for _ in range(number):
+            fn()
+        out.append((time.perf_counter_ns() - t0) / number / 1e3)
+    torch.cuda.synchronize()
+    return statistics.median(out)
+
+
 def run_case(
     direction: str,
     block: int,
@@ -118,7 +134,7 @@ def run_case(
 
     fns: dict[str, Callable[[], object]] = {
         "EC auto": lambda: bufs.swap(n),
-        "EC kernel (before)": lambda: bufs.swap(n, path="kernel"),
+        "EC kernel": lambda: bufs.swap(n, path="kernel"),
         "SM kernel, tables ready": lambda: batch_memcpy(ds, dd, dk, n, max_size=block),
         "SM kernel, host tables": sm_host_tables,
     }
@@ -147,7 +163,7 @@ def run_case(
         f()
     torch.cuda.synchronize()
     samples: dict[str, list[float]] = {k: [] for k in live}
-    single: dict[str, list[float]] = {k: [] for k in ("EC auto", "EC kernel (before)") if k in live}
+    single: dict[str, list[float]] = {k: [] for k in ("EC auto", "EC kernel") if k in live}
     first: dict[str, list[float]] = {k: [] for k in single}
     later: dict[str, list[float]] = {k: [] for k in single}
     for _ in range(iters):
@@ -159,6 +175,10 @@ def run_case(
             t = _event_time(live[k], 1)
             single[k].append(t)
             (first if j == 0 else later)[k].append(t)
+    host_us: dict[str, float] = {}
+    for k in ("EC auto", "EC kernel", "SM kernel, host tables"):
+        if k in live:
+            host_us[k] = _host_us(live[k])
     bufs.swap(n)
     choice = last_engine_choice()
     if profile:
@@ -209,6 +229,7 @@ def run_case(
         "single_us_when_first": {k: statistics.median(v) * 1e6 for k, v in first.items() if v},
         "single_us_when_second": {k: statistics.median(v) * 1e6 for k, v in later.items() if v},
         "calls_per_sample": number,
+        "host_us": host_us,
         "auto_engine": None if choice is None else choice.engine,
         "auto_reason": None if choice is None else choice.reason,
         "auto_fraction": None if choice is None else choice.fraction,
@@ -229,7 +250,7 @@ RIVALS = (
 
 COLS = [
     "EC auto",
-    "EC kernel (before)",
+    "EC kernel",
     "SM kernel, tables ready",
     "SM kernel, host tables",
     "copy engines, one native call",
@@ -271,20 +292,36 @@ def markdown(res: dict[str, Any]) -> str:
         )
     out += [
         "",
+        "Host time per call (us; 10 calls back to back, median of 3): the EC path against a bare",
+        "upload of the host tables + `batch_memcpy` (the SM-kernel rival):",
+        "",
+        "| direction | block | EC auto host us | EC kernel host us | SM kernel, host tables host us "
+        "| EC kernel / rival |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in res["rows"]:
+        h = r.get("host_us", {})
+        if "EC kernel" in h and "SM kernel, host tables" in h:
+            blk = f"{r['block'] // KIB} KiB" if r["block"] < MIB else f"{r['block'] // MIB} MiB"
+            a = f"{h['EC auto']:.1f}" if "EC auto" in h else "n/a"
+            k, v = h["EC kernel"], h["SM kernel, host tables"]
+            out.append(f"| {r['direction']} | {blk} | {a} | {k:.1f} | {v:.1f} | {k / v:.2f} |")
+    out += [
+        "",
         "Single batches (device idle at the start, host work exposed), median us per batch:",
         "",
-        "| direction | block | EC auto us | EC kernel (before) us | auto - kernel us "
+        "| direction | block | EC auto us | EC kernel us | auto - kernel us "
         "| auto / kernel us, each timed first | auto / kernel us, each timed second |",
         "|---|---|---:|---:|---:|---|---|",
     ]
     for r in res["rows"]:
         u = r.get("single_us", {})
-        if "EC auto" in u and "EC kernel (before)" in u:
+        if "EC auto" in u and "EC kernel" in u:
             blk = f"{r['block'] // KIB} KiB" if r["block"] < MIB else f"{r['block'] // MIB} MiB"
-            a, k = u["EC auto"], u["EC kernel (before)"]
+            a, k = u["EC auto"], u["EC kernel"]
             f1, f2 = r.get("single_us_when_first", {}), r.get("single_us_when_second", {})
-            w1 = " / ".join(f"{f1[c]:.1f}" for c in ("EC auto", "EC kernel (before)") if c in f1)
-            w2 = " / ".join(f"{f2[c]:.1f}" for c in ("EC auto", "EC kernel (before)") if c in f2)
+            w1 = " / ".join(f"{f1[c]:.1f}" for c in ("EC auto", "EC kernel") if c in f1)
+            w2 = " / ".join(f"{f2[c]:.1f}" for c in ("EC auto", "EC kernel") if c in f2)
             out.append(f"| {r['direction']} | {blk} | {a:.1f} | {k:.1f} | {a - k:+.1f} | {w1} | {w2} |")
     return "\n".join(out)
 

@@ -143,19 +143,35 @@ def ec_case(
     facts = S.validate(hs, hd, hk)
     rt = E.cuda_runtime()
     assert rt is not None
+    cols = bufs._device_columns(n)
+    host_tab = torch.from_numpy(np.concatenate([hs, hd, hk]).view(np.int64)).pin_memory()
+    dev_tab = torch.empty_like(host_tab, device=device)
+    ts, td, tk = (dev_tab[j * n : (j + 1) * n].view(torch.uint64) for j in range(3))
+
+    def rival() -> None:  # bench_ec_engines.py's "SM kernel, host tables"
+        dev_tab.copy_(host_tab, non_blocking=True)
+        batch_memcpy(ts, td, tk, n, max_size=block)
+
     stages = {
         "bufs.numpy": lambda: bufs.numpy(n),
-        "validate": lambda: S.validate(hs, hd, hk),
+        "validate (unchecked handles only)": lambda: S.validate(hs, hd, hk),
+        "bufs._batch_facts (checked handle)": lambda: bufs._batch_facts(n),
         "choose": lambda: E.choose(device, hs, hd, hk, facts.total),
         "direction": lambda: E.direction(rt, int(hs[0]), int(hd[0])),
         "is_current_stream_capturing": torch.cuda.is_current_stream_capturing,
         "bufs.to_device": lambda: bufs.to_device(n),
-        "kernel launch, tables ready": lambda: batch_memcpy(ds, dd, dk, n, max_size=block),
+        "bufs._device_columns (the swap's upload)": lambda: bufs._device_columns(n),
+        "bare copy_ of the tables": lambda: dev_tab.copy_(host_tab, non_blocking=True),
+        "batch_memcpy launch, tables ready": lambda: batch_memcpy(ds, dd, dk, n, max_size=block),
+        "table_copy launch (the swap's)": lambda: E.table_copy(cols[0], cols[1], cols[2], n, block, device),
+        "rival: bare copy_ + batch_memcpy": rival,
         "swap auto": lambda: bufs.swap(n),
         "swap kernel": lambda: bufs.swap(n, path="kernel"),
     }
     row = {
-        k: host_us(f, number=20 if "swap" in k or "launch" in k or "to_device" in k else 200)
+        k: host_us(
+            f, number=20 if any(w in k for w in ("swap", "launch", "upload", "copy_", "rival")) else 200
+        )
         for k, f in stages.items()
     }
     res[f"{direction} {block}"] = row
@@ -170,11 +186,12 @@ def ec_case(
     ):
         timeline(fn, f"{direction} {block} B: 4 x {label}", 4, log)
     # one swap with each stage marked
-    saved = (S.validate, E.choose, D.DescriptorBuffers.to_device, S.kernel_copy, E.copy_engines)
-    S.validate = marked(S.validate, "validate")  # type: ignore[assignment]
+    Buf = D.DescriptorBuffers
+    saved = (Buf._batch_facts, E.choose, Buf._device_columns, S.table_copy, E.copy_engines)
+    Buf._batch_facts = marked(Buf._batch_facts, "batch_facts")  # type: ignore[method-assign]
     E.choose = marked(E.choose, "choose")  # type: ignore[assignment]
-    D.DescriptorBuffers.to_device = marked(D.DescriptorBuffers.to_device, "to_device")  # type: ignore[method-assign]
-    S.kernel_copy = marked(S.kernel_copy, "kernel_copy")  # type: ignore[assignment]
+    Buf._device_columns = marked(Buf._device_columns, "upload")  # type: ignore[method-assign]
+    S.table_copy = marked(S.table_copy, "table_copy")  # type: ignore[assignment]
     E.copy_engines = marked(E.copy_engines, "copy_engines")  # type: ignore[assignment]
     try:
         for label, fn in (("auto", lambda: bufs.swap(n)), ("kernel", lambda: bufs.swap(n, path="kernel"))):
@@ -182,7 +199,7 @@ def ec_case(
                 marked(fn, f"swap {label}"), f"{direction} {block} B: 1 x {label}, stages marked", 1, log
             )
     finally:
-        S.validate, E.choose, D.DescriptorBuffers.to_device, S.kernel_copy, E.copy_engines = saved  # type: ignore[method-assign,assignment]
+        Buf._batch_facts, E.choose, Buf._device_columns, S.table_copy, E.copy_engines = saved  # type: ignore[method-assign,assignment]
     pool.release(bufs)
 
 
@@ -297,9 +314,35 @@ class _NoLaunch:
         return self.real.jit_module()
 
 
+def _cpu_case(pool: DescriptorBufferPool, block: int, n: int) -> dict[str, float]:
+    """``--cpu``: one batch's host microseconds per call (the launch left out)."""
+    from devptr import Encoding
+
+    bufs = pool.acquire(n)
+    bufs.add_strided_copies(
+        0, DevicePtr(1 << 40), np.random.default_rng(block).permutation(n).astype(np.uint64),
+        DevicePtr(1 << 41), np.arange(n, dtype=np.uint64), block, np.full(n, block, dtype=np.uint64),
+    )  # fmt: skip
+    ts, td, tk = (torch.from_numpy(a.copy().view(np.int64)).view(torch.uint64) for a in bufs.numpy(n))
+
+    def timed(fn: Callable[[], object]) -> float:
+        return host_us(fn, number=200, repeat=7, sync=False)
+
+    row = {
+        "swap, kernel path (launch left out)": timed(lambda: bufs.swap(n, path="kernel")),
+        "swap, no-op platform op": timed(lambda: bufs.swap(n, path="op")),
+        "rival: batch_memcpy on 3 tensors (launch left out)": timed(
+            lambda: batch_memcpy(ts, td, tk, n, max_size=block)
+        ),
+    }
+    bufs.host(n, Encoding.U64)  # a writable view: from now on every swap validates
+    row["swap, kernel path, after host() (validates)"] = timed(lambda: bufs.swap(n, path="kernel"))
+    pool.release(bufs)
+    return row
+
+
 def cpu_host_work(out: Path) -> int:
     """``--cpu``: host microseconds per swap call with the launch left out (module doc)."""
-    from devptr import Encoding
     from devptr.adapters.ec_connector import register_swap_op
     from devptr.kernels import _memcpy as M
 
@@ -311,30 +354,13 @@ def cpu_host_work(out: Path) -> int:
     M._KERNEL = _NoLaunch(real)  # type: ignore[assignment]
     try:
         for block, n in ((16 * KIB, 4096), (4 * KIB, 16384), (4 * MIB, 64)):
-            bufs = pool.acquire(n)
-            bufs.add_strided_copies(
-                0, DevicePtr(1 << 40), np.random.default_rng(block).permutation(n).astype(np.uint64),
-                DevicePtr(1 << 41), np.arange(n, dtype=np.uint64), block, np.full(n, block, dtype=np.uint64),
-            )  # fmt: skip
-            hs, hd, hk = (torch.from_numpy(a.copy().view(np.int64)) for a in bufs.numpy(n))
-            ts, td, tk = (t.view(torch.uint64) for t in (hs, hd, hk))
-            row = {
-                "swap, kernel path (launch left out)": host_us(
-                    lambda: bufs.swap(n, path="kernel"), number=200, repeat=7, sync=False
-                ),
-                "swap, no-op platform op": host_us(lambda: bufs.swap(n, path="op"), number=200, repeat=7, sync=False),
-                "rival: batch_memcpy on 3 tensors (launch left out)": host_us(
-                    lambda: batch_memcpy(ts, td, tk, n, max_size=block), number=200, repeat=7, sync=False
-                ),
-            }
-            bufs.host(n, Encoding.U64)  # a writable view: from now on every swap validates
-            row["swap, kernel path, after host() (validates)"] = host_us(
-                lambda: bufs.swap(n, path="kernel"), number=200, repeat=7, sync=False
-            )
+            row = _cpu_case(pool, block, n)
             res[f"{block} B x {n}"] = row
-            log.append(f"=== {block} B x {n}: host us per call " + json.dumps({k: round(v, 1) for k, v in row.items()}))
+            log.append(
+                f"=== {block} B x {n}: host us per call "
+                + json.dumps({k: round(v, 1) for k, v in row.items()})
+            )
             print(log[-1], flush=True)
-            pool.release(bufs)
     finally:
         M._KERNEL = real
         unregister_swap_op("cpu")

@@ -179,3 +179,68 @@ def test_worker_round_trip_on_gpu(dtype: torch.dtype) -> None:
 def test_worker_refuses_a_pageable_region_on_the_kernel_path() -> None:
     with pytest.raises(DevPtrError, match="pin"):
         ECCPUWorker(torch.zeros(4, 64, dtype=torch.int8), dtype=torch.float16, device="cuda")
+
+
+def test_one_handle_swapped_at_several_lengths_copies_each_prefix() -> None:
+    """The lean kernel path uploads ``2 * capacity + n`` words and launches on the mirror's
+    whole columns: each ``swap(n)`` copies exactly its first ``n`` copies."""
+    cap, block = 96, 5000
+    src = torch.randint(0, 256, (cap, block), dtype=torch.uint8, device="cuda")
+    pool = DescriptorBufferPool("cuda", min_capacity=cap)
+    b = pool.acquire(cap)
+    dst = torch.zeros(cap, block, dtype=torch.uint8).pin_memory()
+    idx = np.arange(cap, dtype=np.uint64)
+    b.add_strided_copies(0, DevicePtr.of(src), idx[::-1].copy(), DevicePtr.of(dst), idx, block,
+                         np.full(cap, block, dtype=np.uint64))  # fmt: skip
+    want = src.flip(0).cpu()
+    for n in (1, 37, 96, 5):
+        dst.zero_()
+        b.swap(n, path="kernel")
+        torch.cuda.synchronize()
+        assert torch.equal(dst[:n], want[:n]) and not dst[n:].any(), n
+    pool.release(b)
+
+
+def test_a_view_write_on_a_gpu_handle_is_caught_before_any_copy() -> None:
+    src = torch.randint(0, 256, (4, 256), dtype=torch.uint8, device="cuda")
+    dst = torch.zeros(4, 256, dtype=torch.uint8, device="cuda")
+    pool = DescriptorBufferPool("cuda")
+    b = pool.acquire(4)
+    b.add_copies(0, [DevicePtr.of(r) for r in src], [DevicePtr.of(r) for r in dst], [256] * 4)
+    b.swap(4)
+    torch.cuda.synchronize()
+    assert torch.equal(dst, src)
+    dst.zero_()
+    b.sizes[2] = -1  # vLLM's attribute: a writable host view
+    with pytest.raises(DevPtrError, match="2\\*\\*63"):
+        b.swap(4)
+    torch.cuda.synchronize()
+    assert not dst.any()
+    pool.release(b)
+
+
+def test_auto_choice_is_remembered_with_the_crossovers() -> None:
+    from devptr.adapters.ec_connector import _engines as E
+    from devptr.adapters.ec_connector import calibrate_engines, last_engine_choice
+
+    cross = calibrate_engines("cuda", block_sizes=(4 * 1024, 1024 * 1024), total=8 << 20, repeat=1)
+    src = torch.randint(0, 256, (64, 4096), dtype=torch.uint8, device="cuda")
+    dst = torch.zeros(64, 4096, dtype=torch.uint8).pin_memory()
+    pool = DescriptorBufferPool("cuda")
+    b = pool.acquire(64)
+    idx = np.arange(64, dtype=np.uint64)
+    b.add_strided_copies(
+        0, DevicePtr.of(src), idx, DevicePtr.of(dst), idx, 4096, np.full(64, 4096, dtype=np.uint64)
+    )
+    with torch.cuda.stream(torch.cuda.Stream()):
+        b.swap(64)
+        first = last_engine_choice()
+        b.swap(64)
+        torch.cuda.synchronize()
+    assert first is not None and last_engine_choice() is first  # the second batch: one look-up
+    best = cross.best("D2H", 4096)
+    assert best is not None and first.engine == best[0] and first.direction == "D2H"
+    assert torch.equal(dst, src.cpu())
+    again = calibrate_engines("cuda", block_sizes=(4 * 1024,), total=8 << 20, repeat=1)
+    assert again is E.crossovers(torch.device("cuda")) and not again._picked  # a new table starts afresh
+    pool.release(b)

@@ -235,6 +235,11 @@ class Crossovers:
     _memo: dict[tuple[str, int], tuple[Engine, float, str, int] | None] = dataclasses.field(
         default_factory=dict, repr=False, compare=False
     )
+    _picked: dict[tuple[int, int, int], EngineChoice] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """:func:`choose`'s choices from these rates, by source and destination granule and
+    block size."""
 
     def best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str, int] | None:
         """The fastest engine at the measured block size nearest to ``block_bytes``:
@@ -557,7 +562,6 @@ def calibrate(
         side.synchronize()
         del a, b, h
     _crossovers[_index(dev)] = result
-    _choices.clear()
     LOG.debug("EC engine crossovers for %s: %s", result.device, result.rates)
     return result
 
@@ -648,8 +652,9 @@ def choose(
     """The engine for one batch on ``device`` (calibrating the device on first use).
 
     ``total``: the batch's bytes, when the caller's validation already summed them. The
-    choice is remembered per device, pair of address granules (the direction) and block
-    size until the next :func:`calibrate`, so a batch like an earlier one costs one look-up.
+    choice is remembered with the device's crossovers, per pair of address granules (the
+    direction) and block size, so a batch like an earlier one costs one look-up (a new
+    :func:`calibrate` starts afresh).
     """
     n = int(sizes.shape[0])
     if total is None:
@@ -662,29 +667,25 @@ def choose(
     src0, dst0 = int(src[first]), int(dst[first])
     if torch.cuda.is_current_stream_capturing():
         return record(EngineChoice("kernel", None, block, "stream capture: the capturable kernel"))
-    key = (_index(device), src0 >> _GRANULE, dst0 >> _GRANULE, block)
-    hit = _choices.get(key)
-    if hit is not None:
-        return record(hit)
+    table = crossovers(device)
+    key = (src0 >> _GRANULE, dst0 >> _GRANULE, block)
+    if table is not None:
+        hit = table._picked.get(key)
+        if hit is not None:
+            return record(hit)
     rt = cuda_runtime()
     if rt is None:
         return record(EngineChoice("kernel", None, block, "no CUDA runtime library for the copy engines"))
     direc = direction(rt, src0, dst0)
-    table = crossovers(device)
     if table is None:
         table = calibrate(device)
     best = table.best(direc, block)
     if best is None:
         return record(EngineChoice("kernel", direc, block, f"no measurement for {direc}"))
-    if len(_choices) >= 4096:
-        _choices.clear()
-    choice = _choices[key] = EngineChoice(best[0], direc, block, best[2], best[1], best[3])
+    if len(table._picked) >= 4096:
+        table._picked.clear()
+    choice = table._picked[key] = EngineChoice(best[0], direc, block, best[2], best[1], best[3])
     return record(choice)
-
-
-_choices: dict[tuple[int, int, int, int], EngineChoice] = {}
-"""The choices :func:`choose` made from crossovers, by device index, address granules and
-block size (cleared by :func:`calibrate`)."""
 
 
 __all__ = [
