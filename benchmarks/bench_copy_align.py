@@ -134,12 +134,30 @@ def random_offsets(sizes: list[int], seed: int) -> tuple[list[int], list[int]]:
     return src, dst
 
 
-def kernels(b: Batch, before: Any, vllm: Any) -> dict[str, Callable[[], object]]:
+def parse_variant(text: str) -> dict[str, int]:
+    """``"num_warps=2,chunk=2048"`` -> launch knobs of ``batch_memcpy`` (ints)."""
+    knobs: dict[str, int] = {}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        if key not in ("num_warps", "chunk", "split"):
+            raise SystemExit(f"unknown knob {key!r} in --variants (num_warps, chunk, split)")
+        knobs[key] = int(value)
+    return knobs
+
+
+def kernels(
+    b: Batch, before: Any, vllm: Any, variants: tuple[str, ...] = ()
+) -> dict[str, Callable[[], object]]:
     s, d, z = b.src.device(), b.dst.device(), b.size_buf.device()
     grid = (len(b.sizes), b.split)
     fns: dict[str, Callable[[], object]] = {
         "devptr": lambda: batch_memcpy(b.src, b.dst, b.size_buf, max_size=b.max_size),
     }
+    for v in variants:
+        kw = parse_variant(v)
+        fns[f"devptr {v}"] = lambda kw=kw: batch_memcpy(  # type: ignore[misc]
+            b.src, b.dst, b.size_buf, max_size=b.max_size, **kw
+        )
     if before is not None:
         fns["devptr before"] = lambda: before[grid](
             s, d, z, 1, 1, 1, b.split, CHUNK=b.chunk, BYTE_CHUNK=M.BYTE_CHUNK
@@ -150,8 +168,10 @@ def kernels(b: Batch, before: Any, vllm: Any) -> dict[str, Callable[[], object]]
     return fns
 
 
-def time_batch(name: str, b: Batch, before: Any, vllm: Any, rounds: int, rep_ms: int) -> dict[str, Any]:
-    fns = kernels(b, before, vllm)
+def time_batch(
+    name: str, b: Batch, before: Any, vllm: Any, rounds: int, rep_ms: int, variants: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    fns = kernels(b, before, vllm, variants)
     ok = {k: b.correct(f) for k, f in fns.items()}
     a = torch.randint(0, 256, (b.total,), dtype=torch.uint8, device=b.src_mem.device)
     c = torch.empty_like(a)
@@ -234,7 +254,8 @@ def markdown(res: dict[str, Any]) -> str:
         f"- machine: {res['meta']['machine']}",
         "",
     ]
-    names = ["devptr", "devptr before", "vLLM batch_memcpy_kernel", "contiguous"]
+    extra = [k for k in res["rows"][0]["us"] if k.startswith("devptr ") and k != "devptr before"]
+    names = ["devptr", *extra, "devptr before", "vLLM batch_memcpy_kernel", "contiguous"]
     lines.append(
         "| case | "
         + " | ".join(f"{n} us" for n in names)
@@ -258,7 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rep-ms", type=int, default=30)
     ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument(
+        "--variants",
+        default="",
+        help="extra devptr launches in the same run, ';'-separated knob sets, e.g. 'num_warps=2;num_warps=8'",
+    )
     args = ap.parse_args(argv)
+    variants = tuple(v for v in args.variants.split(";") if v)
+    for v in variants:
+        parse_variant(v)
     device = torch.device("cuda")
     before = load_before(args.before_jit) if args.before_jit else None
     vllm = load_vllm_batch_memcpy(find_vllm_file(args.vllm_file))
@@ -267,7 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, layout in todo:
         b = Batch(device, *layout())
         res["rows"].append(
-            time_batch(name, b, before, vllm if b.max_size <= 4 * MIB else None, args.rounds, args.rep_ms)
+            time_batch(
+                name, b, before, vllm if b.max_size <= 4 * MIB else None, args.rounds, args.rep_ms, variants
+            )
         )
         r = res["rows"][-1]
         print(name, {k: round(v, 1) for k, v in r["us"].items()}, r["correct"], flush=True)

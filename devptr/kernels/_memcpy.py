@@ -43,6 +43,11 @@ MAX_SPLIT = 256
 """Most programs one segment is split over."""
 NUM_WARPS = 4
 """Warps per program."""
+ONE_STEP_WARPS = 1
+"""Warps per program when every segment fits in one step (the largest size is known and at
+most :data:`CHUNK`): one warp keeps 16-byte accesses at 1-2 KiB steps, where four warps
+leave lanes idle, and puts more programs in flight for batches of small segments
+(``benchmarks/results/kernels.md``, "third round")."""
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -57,6 +62,13 @@ def split_factor(n: int, device: torch.device, max_size: int | None, chunk: int 
     if max_size is not None:
         g = min(g, max(1, _cdiv(max_size, chunk)))
     return min(g, MAX_SPLIT)
+
+
+def default_warps(max_size: int | None) -> int:
+    """Warps per program for a batch whose largest segment is ``max_size`` bytes (None:
+    unknown): :data:`ONE_STEP_WARPS` when every segment fits in one :data:`CHUNK` step,
+    else :data:`NUM_WARPS`."""
+    return ONE_STEP_WARPS if max_size is not None and max_size <= CHUNK else NUM_WARPS
 
 
 _KERNEL = FastKernel("_copy_jit", "_batch_memcpy_kernel")
@@ -118,7 +130,7 @@ def batch_memcpy(
     split: int | None = None,
     chunk: int | None = None,
     byte_chunk: int = BYTE_CHUNK,
-    num_warps: int = NUM_WARPS,
+    num_warps: int | None = None,
 ) -> None:
     """Copy ``sizes[i]`` bytes from ``src[i]`` to ``dst[i]`` for ``i < n``, on the device.
 
@@ -144,9 +156,11 @@ def batch_memcpy(
         sizes live on the device (never needed for correctness).
     split, chunk, byte_chunk, num_warps
         Tuning knobs (programs per segment; bytes per step on the 16-byte and byte
-        paths; warps per program). Defaults suit an H200: ``chunk`` is :data:`CHUNK`, or
-        the largest size rounded up to a power of two (at least :data:`MIN_CHUNK`) when
-        that is smaller and known.
+        paths; warps per program, a power of two from 1 to 32). Defaults suit an H200:
+        ``chunk`` is :data:`CHUNK`, or the largest size rounded up to a power of two (at
+        least :data:`MIN_CHUNK`) when that is smaller and known; ``num_warps`` is
+        :data:`ONE_STEP_WARPS` when the largest size is known and at most :data:`CHUNK`,
+        else :data:`NUM_WARPS`.
 
     Notes
     -----
@@ -181,7 +195,7 @@ def batch_memcpy_table(
     split: int | None = None,
     chunk: int | None = None,
     byte_chunk: int = BYTE_CHUNK,
-    num_warps: int = NUM_WARPS,
+    num_warps: int | None = None,
 ) -> None:
     """:func:`batch_memcpy` driven by one :class:`devptr.PtrTable` of :data:`SEGMENT_COLUMNS`.
 
@@ -241,7 +255,7 @@ def _launch_segments(
     split: int | None,
     chunk: int | None,
     byte_chunk: int,
-    num_warps: int,
+    num_warps: int | None,
 ) -> None:
     """Check the knobs, pick the launch configuration and launch (tables already checked)."""
     if chunk is not None and (type(chunk) is not int or chunk < 256 or chunk & (chunk - 1)):
@@ -250,6 +264,10 @@ def _launch_segments(
         type(byte_chunk) is not int or byte_chunk < 16 or byte_chunk & (byte_chunk - 1)
     ):
         raise _knob_error("byte_chunk", byte_chunk, "a power of two >= 16")
+    if num_warps is not None and (
+        type(num_warps) is not int or not 1 <= num_warps <= 32 or num_warps & (num_warps - 1)
+    ):
+        raise _knob_error("num_warps", num_warps, "a power of two in [1, 32]")
     if _checked.ENABLED and _checked.is_enabled():
         check_segments(s[:count], d[:count], z[:count])
     if count == 0:
@@ -257,8 +275,10 @@ def _launch_segments(
     if device.type != "cuda":
         _runtime.check_launch_device(device, _KERNEL.jit_module())
     hint: int | None = None
-    if split is None or chunk is None:
+    if split is None or chunk is None or num_warps is None:
         hint = max_size if max_size is not None else host_hint()
+    if num_warps is None:
+        num_warps = default_warps(hint)
     if chunk is None:
         chunk = CHUNK if hint is None else max(MIN_CHUNK, min(CHUNK, 1 << max(hint - 1, 1).bit_length()))
     if split is None:

@@ -23,6 +23,7 @@ from devptr import (
     addresses,
 )
 from devptr.kernels import SizeBuffer, batch_memcpy
+from devptr.kernels import _memcpy as M
 
 
 def _tables(
@@ -322,6 +323,10 @@ def test_a_buffer_released_to_its_pool_is_refused_after_a_launch(kernel_device: 
         ("split", 0, InvalidValueError),
         ("byte_chunk", 32.0, PtrTypeError),
         ("byte_chunk", 24, InvalidValueError),
+        ("num_warps", 2.0, PtrTypeError),
+        ("num_warps", 3, InvalidValueError),
+        ("num_warps", 0, InvalidValueError),
+        ("num_warps", 64, InvalidValueError),
     ],
 )
 def test_launch_knobs_wrong_type_is_a_type_error(
@@ -334,3 +339,23 @@ def test_launch_knobs_wrong_type_is_a_type_error(
     with pytest.raises(error, match=knob):
         batch_memcpy(s, d, z, **{knob: bad})
     assert torch.equal(dst_mem, before)  # nothing launched
+
+
+def test_default_warps_one_warp_only_when_every_segment_fits_one_step() -> None:
+    assert M.default_warps(1) == M.ONE_STEP_WARPS
+    assert M.default_warps(4093) == M.ONE_STEP_WARPS
+    assert M.default_warps(M.CHUNK) == M.ONE_STEP_WARPS
+    assert M.default_warps(M.CHUNK + 1) == M.NUM_WARPS
+    assert M.default_warps(None) == M.NUM_WARPS  # sizes on the device, no max_size
+
+
+@pytest.mark.parametrize("num_warps", [1, 2, 8])
+def test_every_warp_count_copies_the_same_bytes(kernel_device: torch.device, num_warps: int) -> None:
+    # segments of at most one step (the one-warp default) and larger ones, each count forced
+    for seed, max_size in ((11, 4096), (12, 64 << 10)):
+        plan = random_plan(seed, max_size=max_size)
+        src_mem, dst_mem = arenas(plan, kernel_device, seed)
+        s, d, z = _tables(src_mem, dst_mem, plan.src_offs, plan.dst_offs, plan.sizes, kernel_device)
+        want = reference(plan, src_mem, dst_mem)
+        batch_memcpy(s, d, z, num_warps=num_warps)
+        assert torch.equal(dst_mem, want)
