@@ -42,6 +42,7 @@ import ctypes
 import dataclasses
 import functools
 import importlib
+import inspect
 import logging
 import math
 import threading
@@ -322,9 +323,10 @@ def table_copy(
     buffers' own column views (1-D uint64, contiguous, on ``device``, at least ``n``
     entries each; byte counts checked when stored, the largest ``max_size``).
 
-    ``devptr.kernels``' one segment launcher (the knobs, the launch configuration, checked
-    mode, the cached direct launch), without ``batch_memcpy``'s table checks, which cost
-    more host time than the launch itself for these tables.
+    ``devptr.kernels``' one segment launcher (the knobs at ``batch_memcpy``'s defaults, the
+    launch configuration, checked mode, the cached direct launch), without
+    ``batch_memcpy``'s table checks, which cost more host time than the launch itself for
+    these tables.
     """
     k = _kernels()
     k.launch(src, dst, sizes, n, device, lambda: max_size, max_size, None, None, k.byte_chunk, k.num_warps)
@@ -337,7 +339,7 @@ class _Kernels:
     batch_memcpy: Callable[..., object]
     launch: Callable[..., None]
     byte_chunk: int
-    num_warps: int
+    num_warps: int | None
 
 
 _kernels_found: list[_Kernels] = []
@@ -348,8 +350,9 @@ def _kernels() -> _Kernels:
         return _kernels_found[0]
     try:  # looked up lazily: devptr.kernels imports triton
         pub = importlib.import_module("devptr.kernels")
-        mem = importlib.import_module("devptr.kernels._memcpy")
-        found = _Kernels(pub.batch_memcpy, mem._launch_segments, mem.BYTE_CHUNK, mem.NUM_WARPS)
+        launch = importlib.import_module("devptr.kernels._memcpy")._launch_segments
+        knobs = inspect.signature(pub.batch_memcpy).parameters  # batch_memcpy's own defaults
+        found = _Kernels(pub.batch_memcpy, launch, knobs["byte_chunk"].default, knobs["num_warps"].default)
     except (ImportError, AttributeError) as exc:
         raise StateError(
             "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
