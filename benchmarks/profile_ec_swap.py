@@ -152,7 +152,14 @@ def ec_case(
         dev_tab.copy_(host_tab, non_blocking=True)
         batch_memcpy(ts, td, tk, n, max_size=block)
 
+    st = bufs._live()
+    cuda_event, torch_event = torch.cuda.Event(), torch.Event(device)
     stages = {
+        "torch.cuda.Event().record()": cuda_event.record,
+        "torch.Event(device).record()": torch_event.record,
+        "torch.cuda.current_stream()": torch.cuda.current_stream,
+        "torch.cuda.get_device_properties": lambda: torch.cuda.get_device_properties(device),
+        "Storage.copy_to_device (copy_ + event)": lambda: st.copy_to_device(3 * n, True),
         "bufs.numpy": lambda: bufs.numpy(n),
         "validate (unchecked handles only)": lambda: S.validate(hs, hd, hk),
         "bufs._batch_facts (checked handle)": lambda: bufs._batch_facts(n),
@@ -168,12 +175,8 @@ def ec_case(
         "swap auto": lambda: bufs.swap(n),
         "swap kernel": lambda: bufs.swap(n, path="kernel"),
     }
-    row = {
-        k: host_us(
-            f, number=20 if any(w in k for w in ("swap", "launch", "upload", "copy_", "rival")) else 200
-        )
-        for k, f in stages.items()
-    }
+    slow = ("swap", "launch", "upload", "copy_", "rival", "Storage")
+    row = {k: host_us(f, number=20 if any(w in k for w in slow) else 200) for k, f in stages.items()}
     res[f"{direction} {block}"] = row
     log.append(
         f"=== {direction} {block} B x {n}: host us per call "
