@@ -261,6 +261,18 @@ COLS = [
 ]
 
 
+def _blk(row: dict[str, Any]) -> str:
+    b = int(row["block"])
+    return f"{b // KIB} KiB" if b < MIB else f"{b // MIB} MiB"
+
+
+def _heading(intro: str, columns: list[str], align: str | None = None) -> list[str]:
+    """The lines that open a per-row table: a blank line, ``intro``, the header row (direction,
+    block, then ``columns``) and its alignment row (numbers right-aligned by default)."""
+    rule = align if align is not None else "|---|---|" + "---:|" * len(columns)
+    return ["", *intro.splitlines(), "", "| direction | block | " + " | ".join(columns) + " |", rule]
+
+
 def markdown(res: dict[str, Any]) -> str:
     out = [
         f"- command: `{res['meta']['command']}`",
@@ -279,7 +291,7 @@ def markdown(res: dict[str, Any]) -> str:
     ]
     for r in res["rows"]:
         g = r["GBps"]
-        blk = f"{r['block'] // KIB} KiB" if r["block"] < MIB else f"{r['block'] // MIB} MiB"
+        blk = _blk(r)
         vals = " | ".join(f"{g[c]:.1f}" if c in g else "n/a" for c in COLS)
         best = r["auto_vs_best"]
         chose = r["auto_engine"] if r["auto_engine"] != "split" else f"split ({r['auto_fraction']:.2f} CE)"
@@ -290,34 +302,27 @@ def markdown(res: dict[str, Any]) -> str:
             f"{best:.3f} | {r['auto_vs_best_with_ready_tables']:.3f} | {r['auto_vs_contiguous']:.3f} | "
             f"{all(v is True for v in r['correct'].values())} |"
         )
-    out += [
-        "",
-        "Host time per call (us; 10 calls back to back, median of 3): the EC path against a bare",
+    out += _heading(
+        "Host time per call (us; 10 calls back to back, median of 3): the EC path against a bare\n"
         "upload of the host tables + `batch_memcpy` (the SM-kernel rival):",
-        "",
-        "| direction | block | EC auto host us | EC kernel host us | SM kernel, host tables host us "
-        "| EC kernel / rival |",
-        "|---|---|---:|---:|---:|---:|",
-    ]
+        ["EC auto host us", "EC kernel host us", "SM kernel, host tables host us", "EC kernel / rival"],
+    )
     for r in res["rows"]:
         h = r.get("host_us", {})
         if "EC kernel" in h and "SM kernel, host tables" in h:
-            blk = f"{r['block'] // KIB} KiB" if r["block"] < MIB else f"{r['block'] // MIB} MiB"
             a = f"{h['EC auto']:.1f}" if "EC auto" in h else "n/a"
             k, v = h["EC kernel"], h["SM kernel, host tables"]
-            out.append(f"| {r['direction']} | {blk} | {a} | {k:.1f} | {v:.1f} | {k / v:.2f} |")
-    out += [
-        "",
+            out.append(f"| {r['direction']} | {_blk(r)} | {a} | {k:.1f} | {v:.1f} | {k / v:.2f} |")
+    out += _heading(
         "Single batches (device idle at the start, host work exposed), median us per batch:",
-        "",
-        "| direction | block | EC auto us | EC kernel us | auto - kernel us "
-        "| auto / kernel us, each timed first | auto / kernel us, each timed second |",
+        ["EC auto us", "EC kernel us", "auto - kernel us", "auto / kernel us, each timed first",
+         "auto / kernel us, each timed second"],
         "|---|---|---:|---:|---:|---|---|",
-    ]
+    )  # fmt: skip
     for r in res["rows"]:
         u = r.get("single_us", {})
         if "EC auto" in u and "EC kernel" in u:
-            blk = f"{r['block'] // KIB} KiB" if r["block"] < MIB else f"{r['block'] // MIB} MiB"
+            blk = _blk(r)
             a, k = u["EC auto"], u["EC kernel"]
             f1, f2 = r.get("single_us_when_first", {}), r.get("single_us_when_second", {})
             w1 = " / ".join(f"{f1[c]:.1f}" for c in ("EC auto", "EC kernel") if c in f1)
