@@ -260,7 +260,11 @@ class DescriptorBuffers(TableBase):
         np.add(out, dst_base.addr, out=out)
         size_col[first:end] = sizes
         # no wrap (checked above): an address is null only where its base is
-        self._wrote(first, end, top, not (src_base.addr and dst_base.addr))
+        if first == 0 and src_base.addr and dst_base.addr:  # the worker's case, inline
+            self._known = None
+            self._stored = (end, top)
+        else:
+            self._wrote(first, end, top, not (src_base.addr and dst_base.addr))
         return end
 
     def _wrote(self, first: int, end: int, top: int, maybe_null: bool) -> None:
