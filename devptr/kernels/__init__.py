@@ -2,6 +2,7 @@
 
 - :func:`batch_memcpy`: copy many byte segments (memmove semantics per segment).
 - :func:`batch_memcpy_table`: the same, from one PtrTable of :data:`SEGMENT_COLUMNS` (one upload).
+- :func:`batch_memcpy_columns`: the same, from column views a caller built and checked (O(1) checks).
 - :func:`memmove_kinds`: the per-segment copy decision alone (no memory is touched).
 - :func:`copy_state_blocks`: Mamba state-block copies driven by block tables
   (:func:`state_copy_config`: its launch knobs for a batch;
@@ -22,6 +23,7 @@ from devptr.kernels._memcpy import (
     SEGMENT_COLUMNS,
     MemmoveKind,
     batch_memcpy,
+    batch_memcpy_columns,
     batch_memcpy_table,
     memmove_kinds,
 )
@@ -52,6 +54,7 @@ __all__ = [
     "addr_arg",
     "addr_jit",
     "batch_memcpy",
+    "batch_memcpy_columns",
     "batch_memcpy_table",
     "compiled_variants",
     "copy_state_blocks",

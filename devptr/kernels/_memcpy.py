@@ -187,6 +187,31 @@ def batch_memcpy(
     )
 
 
+def batch_memcpy_columns(
+    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, *, max_size: int
+) -> None:
+    """:func:`batch_memcpy` over three column views a caller built and checked itself
+    (devptr's adapters: the EC connector's descriptor columns), with O(1) checks only.
+
+    ``src``/``dst``: 1-D int64/uint64 address tensors, ``sizes``: 1-D int32/int64/uint64
+    byte counts, all on one device with at least ``n`` entries; ``max_size``: the largest of
+    the first ``n`` byte counts (it sizes the grid and picks the warps, as in
+    :func:`batch_memcpy`). The byte counts and addresses are not read back: a caller
+    holding other tables calls :func:`batch_memcpy`. Knobs: ``batch_memcpy``'s defaults.
+    """
+    addr, size = _tables.ADDR_DTYPES, _tables.SIZE_DTYPES
+    for name, t, dtypes in (("src", src, addr), ("dst", dst, addr), ("sizes", sizes, size)):
+        if type(t) is not torch.Tensor or t.dtype not in dtypes or t.dim() != 1:
+            kinds = " / ".join(map(str, dtypes))
+            raise PtrTypeError(f"{name} must be a 1-D {kinds} tensor (got {describe(t)})")
+    device = src.device
+    if dst.device != device or sizes.device != device:
+        raise PtrTypeError(f"tables must be on one device (got {src.device}, {dst.device}, {sizes.device})")
+    count = index_value(n, "n", min(src.shape[0], dst.shape[0], sizes.shape[0]))
+    top = index_value(max_size, "max_size", None)
+    _launch_segments(src, dst, sizes, count, device, lambda: top, top, None, None, BYTE_CHUNK, None)
+
+
 def batch_memcpy_table(
     table: PtrTable,
     n: int | None = None,

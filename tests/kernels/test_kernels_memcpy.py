@@ -22,7 +22,7 @@ from devptr import (
     PtrTypeError,
     addresses,
 )
-from devptr.kernels import SizeBuffer, batch_memcpy
+from devptr.kernels import SizeBuffer, batch_memcpy, batch_memcpy_columns
 from devptr.kernels import _memcpy as M
 
 
@@ -359,3 +359,45 @@ def test_every_warp_count_copies_the_same_bytes(kernel_device: torch.device, num
         want = reference(plan, src_mem, dst_mem)
         batch_memcpy(s, d, z, num_warps=num_warps)
         assert torch.equal(dst_mem, want)
+
+
+def _columns(plan: object, src_mem: torch.Tensor, dst_mem: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    dev = src_mem.device
+    s = torch.tensor([src_mem.data_ptr() + o for o in plan.src_offs], dtype=torch.int64, device=dev)  # type: ignore[attr-defined]
+    d = torch.tensor([dst_mem.data_ptr() + o for o in plan.dst_offs], dtype=torch.int64, device=dev)  # type: ignore[attr-defined]
+    z = torch.tensor(plan.sizes, dtype=torch.int64, device=dev)  # type: ignore[attr-defined]
+    return s, d, z
+
+
+def test_batch_memcpy_columns_copies_like_batch_memcpy(kernel_device: torch.device) -> None:
+    plan = random_plan(13)
+    src_mem, dst_mem = arenas(plan, kernel_device, 13)
+    want = reference(plan, src_mem, dst_mem)
+    s, d, z = _columns(plan, src_mem, dst_mem)
+    batch_memcpy_columns(s.view(torch.uint64), d, z, len(plan.sizes), max_size=max(plan.sizes))
+    assert torch.equal(dst_mem, want)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        (lambda s, d, z, n, m: (s.view(torch.float64), d, z, n, m), PtrTypeError, "src"),
+        (lambda s, d, z, n, m: (s, d.view(1, -1), z, n, m), PtrTypeError, "dst"),
+        (lambda s, d, z, n, m: (s, d, z.to(torch.int16), n, m), PtrTypeError, "sizes"),
+        (lambda s, d, z, n, m: (s, d, z, str(n), m), PtrTypeError, "n must be an int"),
+        (lambda s, d, z, n, m: (s, d, z[:-1], n, m), CapacityError, "n"),
+        (lambda s, d, z, n, m: (s, d, z, n, -1), CapacityError, "max_size"),
+        (lambda s, d, z, n, m: (s, d, z, n, float(m)), PtrTypeError, "max_size"),
+    ],
+)
+def test_batch_memcpy_columns_refuses_bad_views(
+    kernel_device: torch.device, change: object, error: type[Exception], match: str
+) -> None:
+    plan = random_plan(14)
+    src_mem, dst_mem = arenas(plan, kernel_device, 14)
+    before = dst_mem.clone()
+    s, d, z = _columns(plan, src_mem, dst_mem)
+    args = change(s, d, z, len(plan.sizes), max(plan.sizes))  # type: ignore[operator]
+    with pytest.raises(error, match=match):
+        batch_memcpy_columns(args[0], args[1], args[2], args[3], max_size=args[4])
+    assert torch.equal(dst_mem, before)  # nothing launched

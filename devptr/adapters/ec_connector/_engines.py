@@ -42,7 +42,6 @@ import ctypes
 import dataclasses
 import functools
 import importlib
-import inspect
 import logging
 import math
 import threading
@@ -323,13 +322,13 @@ def table_copy(
     buffers' own column views (1-D uint64, contiguous, on ``device``, at least ``n``
     entries each; byte counts checked when stored, the largest ``max_size``).
 
-    ``devptr.kernels``' one segment launcher (the knobs at ``batch_memcpy``'s defaults, the
-    launch configuration, checked mode, the cached direct launch), without
-    ``batch_memcpy``'s table checks, which cost more host time than the launch itself for
-    these tables.
+    :func:`devptr.kernels.batch_memcpy_columns` (``batch_memcpy``'s launcher and knob
+    defaults, checked mode, the cached direct launch, without its table checks, which cost
+    more host time than the launch itself for these tables). ``device``: the tables'
+    device (kept for the callers; the views carry it).
     """
-    k = _kernels()
-    k.launch(src, dst, sizes, n, device, lambda: max_size, max_size, None, None, k.byte_chunk, k.num_warps)
+    del device
+    _kernels().columns(src, dst, sizes, n, max_size=max_size)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -337,9 +336,7 @@ class _Kernels:
     """What the swap paths use of ``devptr.kernels`` (imported on first use: it needs Triton)."""
 
     batch_memcpy: Callable[..., object]
-    launch: Callable[..., None]
-    byte_chunk: int
-    num_warps: int | None
+    columns: Callable[..., None]
 
 
 _kernels_found: list[_Kernels] = []
@@ -350,9 +347,7 @@ def _kernels() -> _Kernels:
         return _kernels_found[0]
     try:  # looked up lazily: devptr.kernels imports triton
         pub = importlib.import_module("devptr.kernels")
-        launch = importlib.import_module("devptr.kernels._memcpy")._launch_segments
-        knobs = inspect.signature(pub.batch_memcpy).parameters  # batch_memcpy's own defaults
-        found = _Kernels(pub.batch_memcpy, launch, knobs["byte_chunk"].default, knobs["num_warps"].default)
+        found = _Kernels(pub.batch_memcpy, pub.batch_memcpy_columns)
     except (ImportError, AttributeError) as exc:
         raise StateError(
             "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
