@@ -67,6 +67,7 @@ STATE_META_COLUMNS: tuple[tuple[str, Column], ...] = tuple(
 _INT_DTYPES = (torch.int32, torch.int64)
 _KERNEL = FastKernel("_state_jit", "_copy_state_blocks_kernel")
 _PLAN_KERNEL = FastKernel("_state_jit", "_copy_state_plan_kernel")
+_PLAN_LOOP_KERNEL = FastKernel("_state_jit", "_copy_state_plan_loop_kernel")
 
 _META_CONSTANTS: dict[str, int] = {
     "NCOLS": len(StateMeta),
@@ -371,6 +372,7 @@ def copy_state_blocks_planned(
     skip_same_block: bool = False,
     byte_chunk: int = BYTE_CHUNK,
     num_warps: int = PLAN_NUM_WARPS,
+    programs: int | None = None,
 ) -> None:
     """:func:`copy_state_blocks` driven by a :class:`StateCopyPlan` (one launch).
 
@@ -385,16 +387,24 @@ def copy_state_blocks_planned(
     per_req, num_reqs = _request_tables(src_cols, dst_cols, token_biases, num_reqs, idx_mapping)
     block_table_stride = uint_value(block_table_stride, "block_table_stride")
     device = _tables.same_device({"plan": plan.records, **per_req})
-    programs = int(plan.records.shape[0])
-    if num_reqs == 0 or programs == 0:
+    programs_n = int(plan.records.shape[0])
+    if num_reqs == 0 or programs_n == 0:
         return
     if num_reqs > 65535:
         raise CapacityError(f"num_reqs={num_reqs} exceeds 65535 (the grid's second axis)")
+    if programs is not None and (type(programs) is not int or programs < 1):
+        raise InvalidValueError(f"programs must be a positive int (got {programs!r})")
+    kernel = _PLAN_KERNEL if programs is None else _PLAN_LOOP_KERNEL
     if device.type != "cuda":
-        _runtime.check_launch_device(device, _PLAN_KERNEL.jit_module())
+        _runtime.check_launch_device(device, kernel.jit_module())
     src_c = per_req["src_cols"]
+    head: tuple[object, ...] = (plan.records,)
+    grid = (programs_n, num_reqs, 1)
+    if programs is not None:  # the loop kernel: ``programs`` per request, records dealt
+        head = (plan.records, programs_n)
+        grid = (min(programs, programs_n), num_reqs, 1)
     args = (
-        plan.records,
+        *head,
         src_c,
         per_req["dst_cols"],
         per_req["token_biases"],
@@ -410,4 +420,4 @@ def copy_state_blocks_planned(
     }
     key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
     raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
-    _PLAN_KERNEL.launch(device, (programs, num_reqs, 1), key, args, meta_kw, num_warps, raw)
+    kernel.launch(device, grid, key, args, meta_kw, num_warps, raw)
