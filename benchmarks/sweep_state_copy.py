@@ -357,6 +357,36 @@ def tma_call(
     return lambda: _tma_flat[(programs,)](a4, b4, rows, BM=bm, BN=bn, STAGES=stages, num_warps=4)
 
 
+def class_call(m: Model, reqs: int, warps: int, with_idx: bool = True) -> Callable[[], object]:
+    """(d): ``copy_state_blocks_planned(by_class=True)``: the class kernel (state and step
+    from the program id, one facts row per state, states sorted by their programs)."""
+    plan = _plan(m, 4096)
+    idx = m.idx if with_idx else None
+
+    def run() -> object:
+        copy_state_blocks_planned(
+            plan, m.block_table.stride(0), m.src_cols, m.dst_cols, m.bias, reqs,
+            idx_mapping=idx, skip_same_block=True, num_warps=warps, by_class=True,
+        )
+        return None
+
+    return run
+
+
+def no_idx_call(m: Model, reqs: int) -> Callable[[], object]:
+    """Diagnostic: the shipped planned kernel without ``idx_mapping`` (one load level less;
+    the bench's mapping is the identity, so the copies are the same)."""
+    plan = _plan(m, 4096)
+
+    def run() -> object:
+        copy_state_blocks_planned(
+            plan, m.block_table.stride(0), m.src_cols, m.dst_cols, m.bias, reqs, skip_same_block=True
+        )
+        return None
+
+    return run
+
+
 def _plan(m: Model, chunk: int) -> Any:
     if chunk not in m.plans:
         m.plans[chunk] = state_copy_plan(m.bases, m.meta, m.tables, chunk=chunk)
@@ -395,21 +425,31 @@ def direct_call(
     return lambda: J._copy_state_plan_loop_kernel[grid](recs, n, *cols, **kw)
 
 
-def resolved_call(m: Model, reqs: int, warps: int, chunk: int = 4096) -> Callable[[], object]:
+def resolved_call(
+    m: Model, reqs: int, warps: int, chunk: int = 4096, copy_only: bool = False
+) -> Callable[[], object]:
     """(a): a first launch resolves each request's blocks into scratch (allocated here,
-    once), the second copies with two dependent load levels (both launches timed)."""
+    once), the second copies with two dependent load levels (both launches timed).
+    ``copy_only`` (diagnostic): the second launch alone, on scratch resolved once here."""
     recs = _plan(m, chunk).records.clone()
     recs[:, 2] = 0  # group index instead of the table address (one group)
     scratch = torch.zeros(m.max_reqs * 4, dtype=torch.int64, device=m.device)
     tables = m.v_tables
     grid = (recs.shape[0], reqs)
 
-    def run() -> object:
+    def resolve() -> None:
         _resolve_kernel[(reqs,)](
             scratch, tables, 1, m.src_cols, m.dst_cols, m.bias, m.idx, m.block_table.stride(0),
             SKIP_SAME_BLOCK=True, G=1, num_warps=1,
         )
+
+    def run() -> object:
+        if not copy_only:
+            resolve()
         return _resolved_copy_kernel[grid](recs, scratch, CHUNK=chunk, BYTE_CHUNK=1024, num_warps=warps)
+
+    if copy_only:
+        resolve()
 
     return run
 
@@ -453,6 +493,11 @@ def third_round(m: Model, r: int, kernel: Any, sms: int) -> dict[str, Callable[[
         fns[f"(c) planned w{warps} maxnreg {cap}"] = direct_call(m, r, warps, cap)
     for warps, pair in ((2, False), (4, False), (2, True), (4, True)):
         fns[f"(c) planned straight w{warps}{' pairs' if pair else ''}"] = fast_call(m, r, warps, pair)
+    for warps in (2, 4):
+        fns[f"(d) classes w{warps}"] = class_call(m, r, warps)
+    fns["(d) classes w2, no idx_mapping (diagnostic)"] = class_call(m, r, 2, with_idx=False)
+    fns["planned, no idx_mapping (diagnostic)"] = no_idx_call(m, r)
+    fns["(a) copy launch alone w2 (diagnostic)"] = resolved_call(m, r, 2, copy_only=True)
     return fns
 
 
@@ -531,6 +576,9 @@ def check_only(args: argparse.Namespace) -> int:
     bad_total = 0
     for r in reqs:
         fns = third_round(m, r, kernel, 2)
+        if args.only:
+            keep = ("vLLM fused", *args.only.split(","))
+            fns = {k: f for k, f in fns.items() if any(x in k for x in keep)}
         bad = [k for k, f in fns.items() if not check(m, r, f)]
         print(f"{r} request(s): {len(fns) - len(bad)} of {len(fns)} bit-identical; wrong: {bad}", flush=True)
         bad_total += len(bad)
@@ -549,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         "--check-only", action="store_true", help="bit-identity checks only (CPU: TRITON_INTERPRET=1)"
     )
     ap.add_argument("--layers", type=int, default=36)
+    ap.add_argument("--only", default="", help="comma-separated parts of the variant names to run")
     args = ap.parse_args(argv)
     if args.check_only:
         return check_only(args)
@@ -568,6 +617,9 @@ def main(argv: list[str] | None = None) -> int:
         a = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device=device)
         b = torch.empty_like(a)
         fns = third_round(m, r, kernel, sms) if third else first_round(m, r, kernel, wls)
+        if args.only:
+            keep = ("vLLM fused", "planned (shipped: c4K w2)", *args.only.split(","))
+            fns = {k: f for k, f in fns.items() if any(x in k for x in keep)}
         ok = {}
         for k, f in fns.items():
             try:

@@ -68,6 +68,7 @@ _INT_DTYPES = (torch.int32, torch.int64)
 _KERNEL = FastKernel("_state_jit", "_copy_state_blocks_kernel")
 _PLAN_KERNEL = FastKernel("_state_jit", "_copy_state_plan_kernel")
 _PLAN_LOOP_KERNEL = FastKernel("_state_jit", "_copy_state_plan_loop_kernel")
+_CLASS_KERNEL = FastKernel("_state_jit", "_copy_state_class_kernel")
 
 _META_CONSTANTS: dict[str, int] = {
     "NCOLS": len(StateMeta),
@@ -276,6 +277,8 @@ PLAN_NUM_WARPS = 2
 2 warps beat 4 at 1 to 32 requests on an H200 (and 8 lost by 25-35%;
 ``benchmarks/results/kernels.md``)."""
 _I32_LIMIT = 1 << 31
+MAX_CLASSES = 4
+"""Most state classes (distinct programs-per-state counts) the class kernel decodes."""
 
 
 @dataclass(frozen=True)
@@ -292,6 +295,12 @@ class StateCopyPlan:
     num_states: int
     chunk: int
     """Bytes each program moves per step."""
+    facts: torch.Tensor
+    """``[num_states, PLAN_WORDS]`` int64: each state's record head (its first seven words,
+    the eighth 0), the states sorted by ``tiles`` (device tensor; the class kernel's)."""
+    classes: tuple[tuple[int, int, int], ...]
+    """``(first program, first facts row, tiles)`` of each run of states with the same
+    ``tiles`` in :attr:`facts` (the class kernel takes at most :data:`MAX_CLASSES`)."""
 
 
 def _host_addresses(table: object, where: str) -> tuple[list[int], torch.device]:
@@ -342,6 +351,7 @@ def state_copy_plan(
         device = bases_dev
     meta = meta_t.detach().to("cpu").reshape(-1, len(StateMeta)).tolist()
     records: list[list[int]] = []
+    heads: list[tuple[int, list[int]]] = []
     for s, (base, row) in enumerate(zip(bases, meta, strict=True)):
         stride, width, token, nbytes, rows, row_stride, group = (int(row[m]) for m in StateMeta)
         if not 0 <= group < len(tables):
@@ -356,8 +366,17 @@ def state_copy_plan(
             tiles = max(1, min(MAX_TILES, -(-max(nbytes, width * token) // chunk)))
         head = [base, stride, tables[group], nbytes, width | rows << 32, token, row_stride]
         records += [[*head, t | tiles << 32] for t in range(tiles)]
+        heads.append((tiles, head))
     out = torch.tensor(records, dtype=torch.int64).reshape(-1, PLAN_WORDS).to(device)
-    return StateCopyPlan(out, len(bases), chunk)
+    heads.sort(key=lambda h: h[0])  # stable: state order within a class
+    classes: list[tuple[int, int, int]] = []
+    first_program = 0
+    for k, (tiles, _) in enumerate(heads):
+        if not classes or classes[-1][2] != tiles:
+            classes.append((first_program, k, tiles))
+        first_program += tiles
+    facts = torch.tensor([[*h, 0] for _, h in heads], dtype=torch.int64).reshape(-1, PLAN_WORDS)
+    return StateCopyPlan(out, len(bases), chunk, facts.to(device), tuple(classes))
 
 
 def copy_state_blocks_planned(
@@ -373,6 +392,7 @@ def copy_state_blocks_planned(
     byte_chunk: int = BYTE_CHUNK,
     num_warps: int = PLAN_NUM_WARPS,
     programs: int | None = None,
+    by_class: bool = False,
 ) -> None:
     """:func:`copy_state_blocks` driven by a :class:`StateCopyPlan` (one launch).
 
@@ -394,7 +414,8 @@ def copy_state_blocks_planned(
         raise CapacityError(f"num_reqs={num_reqs} exceeds 65535 (the grid's second axis)")
     if programs is not None and (type(programs) is not int or programs < 1):
         raise InvalidValueError(f"programs must be a positive int (got {programs!r})")
-    kernel = _PLAN_KERNEL if programs is None else _PLAN_LOOP_KERNEL
+    by_class = by_class and programs is None and len(plan.classes) <= MAX_CLASSES
+    kernel = _CLASS_KERNEL if by_class else _PLAN_KERNEL if programs is None else _PLAN_LOOP_KERNEL
     if device.type != "cuda":
         _runtime.check_launch_device(device, kernel.jit_module())
     src_c = per_req["src_cols"]
@@ -403,6 +424,15 @@ def copy_state_blocks_planned(
     if programs is not None:  # the loop kernel: ``programs`` per request, records dealt
         head = (plan.records, programs_n)
         grid = (min(programs, programs_n), num_reqs, 1)
+    elif by_class:  # the class kernel: state and step from the program id (MAX_CLASSES)
+        pad = [(_I32_LIMIT - 1, 0, 1)] * (MAX_CLASSES - len(plan.classes))
+        cls = [*plan.classes, *pad]
+        head = (
+            plan.facts,
+            *(c[0] for c in cls[1:]),
+            *(c[1] for c in cls[1:]),
+            *(c[2] for c in cls),
+        )
     args = (
         *head,
         src_c,
