@@ -49,7 +49,8 @@ from benchmarks.bench_state_copy import (
 from devptr._encoding import Encoding
 from devptr.kernels import _state_jit as J
 from devptr.kernels import copy_state_blocks_planned, state_copy_config, state_copy_plan
-from devptr.kernels._state_jit import _load_record, _state_item
+from devptr.kernels._copy_jit import _copy_segment, _memmove_kind
+from devptr.kernels._state_jit import _load_record, _shift_rows
 
 KIB = 1024
 
@@ -169,6 +170,145 @@ def _empty_kernel(x):
 
 
 # -- third round (issue 25): fewer dependent loads before each program's data ---------------
+@triton.jit
+def _copy_step(src, dst, size, t, tiles, CHUNK: tl.constexpr, BYTE_CHUNK: tl.constexpr):
+    """Program ``t`` of ``tiles``' share of a ``size``-byte copy (:func:`_copy_segment`), with
+    a straight path for the common case: disjoint, both ends 16-byte aligned, and this
+    program's share one full ``CHUNK``-byte step (``t * CHUNK + CHUNK <= size`` and no
+    later step of its own, ``tiles * CHUNK >= size``): one 16-byte-access load and store."""
+    off = t * CHUNK
+    fast = (
+        ((((src | dst) & 15) == 0) & (off + CHUNK <= size) & (tiles * CHUNK >= size))
+        & (_memmove_kind(src, dst, size) == 1)
+    )
+    if fast:
+        sp = tl.multiple_of((src + off.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+        dp = tl.multiple_of((dst + off.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
+        o = tl.arange(0, CHUNK // 8)
+        tl.store(dp + o, tl.load(sp + o))
+    else:
+        _copy_segment(src, dst, size, t, tiles, CHUNK, BYTE_CHUNK)
+
+
+@triton.jit
+def _state_item(
+    src_block,
+    dst_block,
+    bias,
+    base,
+    block_stride,
+    conv_width,
+    token_bytes,
+    copy_bytes,
+    rows,
+    row_stride,
+    t,
+    tiles,
+    CHUNK: tl.constexpr,
+    BYTE_CHUNK: tl.constexpr,
+    ROW_BLOCK: tl.constexpr,
+):
+    """Program ``t`` of ``tiles``' share of one state's copy, its blocks resolved."""
+    conv = conv_width > 0
+    src0 = base + (src_block * block_stride).to(tl.uint64)
+    dst = base + (dst_block * block_stride).to(tl.uint64)
+    if conv & (rows > 1):
+        if t == 0:
+            _shift_rows(src0, dst, rows, row_stride, token_bytes, bias, conv_width - bias, ROW_BLOCK)
+    else:
+        src = src0 + tl.where(conv, bias * token_bytes, 0).to(tl.uint64)
+        size = tl.where(conv, (conv_width - bias) * token_bytes, copy_bytes)
+        _copy_step(src, dst, size, t, tiles, CHUNK, BYTE_CHUNK)
+
+
+@triton.jit
+def _copy_state_plan_loop_kernel(
+    records_ptr,
+    n_records,
+    src_cols_ptr,
+    dst_cols_ptr,
+    token_bias_ptr,
+    idx_mapping_ptr,
+    block_table_stride,
+    HAS_IDX_MAPPING: tl.constexpr,
+    SKIP_SAME_BLOCK: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BYTE_CHUNK: tl.constexpr,
+    ROW_BLOCK: tl.constexpr,
+):
+    """(b) Grid ``(programs, num_reqs)``: program ``(q, r)`` does plan records ``q, q + programs,
+    ...`` for request row ``r`` (``programs <= n_records``).
+
+    The request's columns and bias are read once; its block-table entries once per block
+    table (one cache for conv windows, one for whole-block states: each is re-read only
+    when a record names another table). The next record's words are loaded at the top of
+    each iteration, in flight with the current data, so after the first record the data
+    is the only load on the critical path.
+    """
+    q = tl.program_id(0).to(tl.int64)
+    r = tl.program_id(1)
+    step = tl.num_programs(0).to(tl.int64)
+    if HAS_IDX_MAPPING:
+        req = tl.load(idx_mapping_ptr + r).to(tl.int64)
+    else:
+        req = r.to(tl.int64)
+    base, block_stride, table, copy_bytes, widths, token_bytes, row_stride, share = _load_record(
+        records_ptr, q
+    )
+    if req >= 0:
+        src_col = tl.load(src_cols_ptr + req).to(tl.int64)
+        dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
+        bias = tl.load(token_bias_ptr + req).to(tl.int64)
+        if SKIP_SAME_BLOCK:
+            skip = (src_col < 0) | (src_col == dst_col)
+        else:
+            skip = (src_col < 0) | ((src_col == dst_col) & (bias == 0))
+        if not skip:
+            row = req * block_table_stride
+            conv_table = table ^ table  # 0: no table cached yet
+            whole_table = conv_table
+            conv_src = src_col
+            conv_dst = src_col
+            whole_src = src_col
+            whole_dst = src_col
+            for i in range(q, n_records, step):
+                nxt = tl.minimum(i + step, n_records - 1)
+                n_base, n_stride, n_table, n_bytes, n_widths, n_token, n_row_stride, n_share = (
+                    _load_record(records_ptr, nxt)
+                )
+                conv_width = widths & 0xFFFFFFFF
+                rows = widths >> 32
+                t = share & 0xFFFFFFFF
+                tiles = share >> 32
+                bt = table.to(tl.pointer_type(tl.int32)) + row
+                if conv_width > 0:
+                    if table != conv_table:
+                        conv_src = tl.load(bt + src_col).to(tl.int64)
+                        conv_dst = tl.load(bt + dst_col).to(tl.int64)
+                        conv_table = table
+                    src_block = conv_src
+                    dst_block = conv_dst
+                else:
+                    if table != whole_table:
+                        whole_src = tl.load(bt + src_col + bias).to(tl.int64)
+                        whole_dst = tl.load(bt + dst_col).to(tl.int64)
+                        whole_table = table
+                    src_block = whole_src
+                    dst_block = whole_dst
+                _state_item(
+                    src_block, dst_block, bias, base, block_stride, conv_width, token_bytes,
+                    copy_bytes, rows, row_stride, t, tiles, CHUNK, BYTE_CHUNK, ROW_BLOCK,
+                )
+                base = n_base
+                block_stride = n_stride
+                table = n_table
+                copy_bytes = n_bytes
+                widths = n_widths
+                token_bytes = n_token
+                row_stride = n_row_stride
+                share = n_share
+
+
 @triton.jit
 def _resolve_kernel(
     scratch, tables_ptr, n_groups, src_cols_ptr, dst_cols_ptr, bias_ptr, idx_ptr, bt_stride,
@@ -394,35 +534,31 @@ def _plan(m: Model, chunk: int) -> Any:
 
 
 def loop_call(m: Model, reqs: int, programs: int, warps: int, chunk: int = 4096) -> Callable[[], object]:
-    """(b): ``copy_state_blocks_planned(programs=...)``, the loop kernel."""
-    plan = _plan(m, chunk)
-
-    def run() -> object:
-        copy_state_blocks_planned(
-            plan, m.block_table.stride(0), m.src_cols, m.dst_cols, m.bias, reqs,
-            idx_mapping=m.idx, skip_same_block=True, num_warps=warps, programs=programs,
-        )
-        return None
-
-    return run
+    """(b): the loop kernel, ``programs`` per request."""
+    return direct_call(m, reqs, warps, None, programs, chunk)
 
 
 def direct_call(
-    m: Model, reqs: int, warps: int, maxnreg: int | None, programs: int | None = None
+    m: Model,
+    reqs: int,
+    warps: int,
+    maxnreg: int | None,
+    programs: int | None = None,
+    chunk: int = 4096,
 ) -> Callable[[], object]:
     """The planned kernel (``programs`` None) or the loop kernel launched straight through
-    ``kernel[grid]`` with a register cap (``maxnreg``: more programs resident per SM)."""
-    recs = _plan(m, 4096).records
+    ``kernel[grid]``, with a register cap (``maxnreg``: more programs resident per SM)."""
+    recs = _plan(m, chunk).records
     n = recs.shape[0]
     kw: dict[str, Any] = dict(
-        HAS_IDX_MAPPING=True, SKIP_SAME_BLOCK=True, CHUNK=4096, BYTE_CHUNK=1024, ROW_BLOCK=128,
+        HAS_IDX_MAPPING=True, SKIP_SAME_BLOCK=True, CHUNK=chunk, BYTE_CHUNK=1024, ROW_BLOCK=128,
         num_warps=warps, maxnreg=maxnreg,
     )
     cols = (m.src_cols, m.dst_cols, m.bias, m.idx, m.block_table.stride(0))
     if programs is None:
         return lambda: J._copy_state_plan_kernel[(n, reqs)](recs, *cols, **kw)
     grid = (min(programs, n), reqs)
-    return lambda: J._copy_state_plan_loop_kernel[grid](recs, n, *cols, **kw)
+    return lambda: _copy_state_plan_loop_kernel[grid](recs, n, *cols, **kw)
 
 
 def resolved_call(
@@ -488,7 +624,6 @@ def third_round(m: Model, r: int, kernel: Any, sms: int) -> dict[str, Callable[[
         fns[f"(b) loop {per_sm}/SM w{warps} maxnreg {cap}"] = direct_call(
             m, r, warps, cap, max(1, sms * per_sm // r)
         )
-    fns["(b) loop 16/SM w2 direct"] = direct_call(m, r, 2, None, max(1, sms * 16 // r))
     for warps, cap in ((2, 40), (2, 32), (4, 32)):
         fns[f"(c) planned w{warps} maxnreg {cap}"] = direct_call(m, r, warps, cap)
     for warps, pair in ((2, False), (4, False), (2, True), (4, True)):

@@ -67,7 +67,6 @@ STATE_META_COLUMNS: tuple[tuple[str, Column], ...] = tuple(
 _INT_DTYPES = (torch.int32, torch.int64)
 _KERNEL = FastKernel("_state_jit", "_copy_state_blocks_kernel")
 _PLAN_KERNEL = FastKernel("_state_jit", "_copy_state_plan_kernel")
-_PLAN_LOOP_KERNEL = FastKernel("_state_jit", "_copy_state_plan_loop_kernel")
 _CLASS_KERNEL = FastKernel("_state_jit", "_copy_state_class_kernel")
 
 _META_CONSTANTS: dict[str, int] = {
@@ -283,7 +282,8 @@ MAX_CLASSES = 4
 
 @dataclass(frozen=True)
 class StateCopyPlan:
-    """The busy programs of one request's state copies, one record each, on the device.
+    """The busy programs of one request's state copies, one record each, on the device
+    (and the same facts per state, for the class kernel).
 
     Made by :func:`state_copy_plan` from the state tables as they are when it is called
     (their addresses and metadata are copied into the records: make a new plan when the
@@ -375,8 +375,8 @@ def state_copy_plan(
         if not classes or classes[-1][2] != tiles:
             classes.append((first_program, k, tiles))
         first_program += tiles
-    facts = torch.tensor([[*h, 0] for _, h in heads], dtype=torch.int64).reshape(-1, PLAN_WORDS)
-    return StateCopyPlan(out, len(bases), chunk, facts.to(device), tuple(classes))
+    rows_t = torch.tensor([[*h, 0] for _, h in heads], dtype=torch.int64).reshape(-1, PLAN_WORDS)
+    return StateCopyPlan(out, len(bases), chunk, rows_t.to(device), tuple(classes))
 
 
 def copy_state_blocks_planned(
@@ -391,7 +391,6 @@ def copy_state_blocks_planned(
     skip_same_block: bool = False,
     byte_chunk: int = BYTE_CHUNK,
     num_warps: int = PLAN_NUM_WARPS,
-    programs: int | None = None,
     by_class: bool = False,
 ) -> None:
     """:func:`copy_state_blocks` driven by a :class:`StateCopyPlan` (one launch).
@@ -401,30 +400,31 @@ def copy_state_blocks_planned(
     from its record. Asynchronous, no host copies, no allocation (CUDA-graph capturable).
     On an H200 this is faster than :func:`copy_state_blocks` at every batch of the
     36-layer Mamba pre-copy (``benchmarks/results/kernels.md``).
+
+    ``by_class``: the class kernel instead (same grid and copies): each program finds its
+    state and step from its program id (:attr:`StateCopyPlan.classes`, passed as launch
+    arguments) and reads its state's facts row, shared by the state's programs, instead of
+    a record of its own. On that H200 it was 0.2-1.3% faster at 1 and 2 requests and 1% at
+    8 and 32 (same results file). Plans with more than :data:`MAX_CLASSES` classes use
+    the record kernel.
     """
     if type(plan) is not StateCopyPlan:
         raise PtrTypeError(f"plan must be a StateCopyPlan from state_copy_plan (got {describe(plan)})")
     per_req, num_reqs = _request_tables(src_cols, dst_cols, token_biases, num_reqs, idx_mapping)
     block_table_stride = uint_value(block_table_stride, "block_table_stride")
     device = _tables.same_device({"plan": plan.records, **per_req})
-    programs_n = int(plan.records.shape[0])
+    programs_n = int(plan.records.shape[0])  # busy programs (either kernel)
     if num_reqs == 0 or programs_n == 0:
         return
     if num_reqs > 65535:
         raise CapacityError(f"num_reqs={num_reqs} exceeds 65535 (the grid's second axis)")
-    if programs is not None and (type(programs) is not int or programs < 1):
-        raise InvalidValueError(f"programs must be a positive int (got {programs!r})")
-    by_class = by_class and programs is None and len(plan.classes) <= MAX_CLASSES
-    kernel = _CLASS_KERNEL if by_class else _PLAN_KERNEL if programs is None else _PLAN_LOOP_KERNEL
+    by_class = bool(by_class) and len(plan.classes) <= MAX_CLASSES
+    kernel = _CLASS_KERNEL if by_class else _PLAN_KERNEL
     if device.type != "cuda":
         _runtime.check_launch_device(device, kernel.jit_module())
     src_c = per_req["src_cols"]
     head: tuple[object, ...] = (plan.records,)
-    grid = (programs_n, num_reqs, 1)
-    if programs is not None:  # the loop kernel: ``programs`` per request, records dealt
-        head = (plan.records, programs_n)
-        grid = (min(programs, programs_n), num_reqs, 1)
-    elif by_class:  # the class kernel: state and step from the program id (MAX_CLASSES)
+    if by_class:  # the class kernel: state and step from the program id
         pad = [(_I32_LIMIT - 1, 0, 1)] * (MAX_CLASSES - len(plan.classes))
         cls = [*plan.classes, *pad]
         head = (
@@ -450,4 +450,4 @@ def copy_state_blocks_planned(
     }
     key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
     raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
-    kernel.launch(device, grid, key, args, meta_kw, num_warps, raw)
+    kernel.launch(device, (programs_n, num_reqs, 1), key, args, meta_kw, num_warps, raw)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from devptr.kernels._copy_jit import _copy_segment, _memmove_kind
+from devptr.kernels._copy_jit import _copy_segment
 
 
 @triton.jit
@@ -182,15 +182,9 @@ def _copy_state_plan_kernel(
         req = tl.load(idx_mapping_ptr + r).to(tl.int64)
     else:
         req = r.to(tl.int64)
-    rec = records_ptr + i * 8
-    base = tl.load(rec).to(tl.uint64, bitcast=True)
-    block_stride = tl.load(rec + 1)
-    table = tl.load(rec + 2).to(tl.uint64, bitcast=True)
-    copy_bytes = tl.load(rec + 3)
-    widths = tl.load(rec + 4)
-    token_bytes = tl.load(rec + 5)
-    row_stride = tl.load(rec + 6)
-    share = tl.load(rec + 7)
+    base, block_stride, table, copy_bytes, widths, token_bytes, row_stride, share = _load_record(
+        records_ptr, i
+    )
     conv_width = widths & 0xFFFFFFFF
     rows = widths >> 32
     t = share & 0xFFFFFFFF
@@ -201,57 +195,6 @@ def _copy_state_plan_kernel(
             t, tiles, src_cols_ptr, dst_cols_ptr, token_bias_ptr, block_table_stride,
             SKIP_SAME_BLOCK, CHUNK, BYTE_CHUNK, ROW_BLOCK, False,
         )
-
-
-@triton.jit
-def _copy_step(src, dst, size, t, tiles, CHUNK: tl.constexpr, BYTE_CHUNK: tl.constexpr):
-    """Program ``t`` of ``tiles``' share of a ``size``-byte copy (:func:`_copy_segment`), with
-    a straight path for the common case: disjoint, both ends 16-byte aligned, and this
-    program's share one full ``CHUNK``-byte step (``t * CHUNK + CHUNK <= size`` and no
-    later step of its own, ``tiles * CHUNK >= size``): one 16-byte-access load and store."""
-    off = t * CHUNK
-    fast = (
-        ((((src | dst) & 15) == 0) & (off + CHUNK <= size) & (tiles * CHUNK >= size))
-        & (_memmove_kind(src, dst, size) == 1)
-    )
-    if fast:
-        sp = tl.multiple_of((src + off.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
-        dp = tl.multiple_of((dst + off.to(tl.uint64)).to(tl.pointer_type(tl.uint64)), 16)
-        o = tl.arange(0, CHUNK // 8)
-        tl.store(dp + o, tl.load(sp + o))
-    else:
-        _copy_segment(src, dst, size, t, tiles, CHUNK, BYTE_CHUNK)
-
-
-@triton.jit
-def _state_item(
-    src_block,
-    dst_block,
-    bias,
-    base,
-    block_stride,
-    conv_width,
-    token_bytes,
-    copy_bytes,
-    rows,
-    row_stride,
-    t,
-    tiles,
-    CHUNK: tl.constexpr,
-    BYTE_CHUNK: tl.constexpr,
-    ROW_BLOCK: tl.constexpr,
-):
-    """Program ``t`` of ``tiles``' share of one state's copy, its blocks resolved."""
-    conv = conv_width > 0
-    src0 = base + (src_block * block_stride).to(tl.uint64)
-    dst = base + (dst_block * block_stride).to(tl.uint64)
-    if conv & (rows > 1):
-        if t == 0:
-            _shift_rows(src0, dst, rows, row_stride, token_bytes, bias, conv_width - bias, ROW_BLOCK)
-    else:
-        src = src0 + tl.where(conv, bias * token_bytes, 0).to(tl.uint64)
-        size = tl.where(conv, (conv_width - bias) * token_bytes, copy_bytes)
-        _copy_step(src, dst, size, t, tiles, CHUNK, BYTE_CHUNK)
 
 
 @triton.jit
@@ -267,94 +210,6 @@ def _load_record(records_ptr, i):
     row_stride = tl.load(rec + 6)
     share = tl.load(rec + 7)
     return base, block_stride, table, copy_bytes, widths, token_bytes, row_stride, share
-
-
-@triton.jit
-def _copy_state_plan_loop_kernel(
-    records_ptr,
-    n_records,
-    src_cols_ptr,
-    dst_cols_ptr,
-    token_bias_ptr,
-    idx_mapping_ptr,
-    block_table_stride,
-    HAS_IDX_MAPPING: tl.constexpr,
-    SKIP_SAME_BLOCK: tl.constexpr,
-    CHUNK: tl.constexpr,
-    BYTE_CHUNK: tl.constexpr,
-    ROW_BLOCK: tl.constexpr,
-):
-    """Grid ``(programs, num_reqs)``: program ``(q, r)`` does plan records ``q, q + programs,
-    ...`` for request row ``r`` (``programs <= n_records``).
-
-    The request's columns and bias are read once; its block-table entries once per block
-    table (one cache for conv windows, one for whole-block states: each is re-read only
-    when a record names another table). The next record's words are loaded at the top of
-    each iteration, in flight with the current data, so after the first record the data
-    is the only load on the critical path.
-    """
-    q = tl.program_id(0).to(tl.int64)
-    r = tl.program_id(1)
-    step = tl.num_programs(0).to(tl.int64)
-    if HAS_IDX_MAPPING:
-        req = tl.load(idx_mapping_ptr + r).to(tl.int64)
-    else:
-        req = r.to(tl.int64)
-    base, block_stride, table, copy_bytes, widths, token_bytes, row_stride, share = _load_record(
-        records_ptr, q
-    )
-    if req >= 0:
-        src_col = tl.load(src_cols_ptr + req).to(tl.int64)
-        dst_col = tl.load(dst_cols_ptr + req).to(tl.int64)
-        bias = tl.load(token_bias_ptr + req).to(tl.int64)
-        if SKIP_SAME_BLOCK:
-            skip = (src_col < 0) | (src_col == dst_col)
-        else:
-            skip = (src_col < 0) | ((src_col == dst_col) & (bias == 0))
-        if not skip:
-            row = req * block_table_stride
-            conv_table = table ^ table  # 0: no table cached yet
-            whole_table = conv_table
-            conv_src = src_col
-            conv_dst = src_col
-            whole_src = src_col
-            whole_dst = src_col
-            for i in range(q, n_records, step):
-                nxt = tl.minimum(i + step, n_records - 1)
-                n_base, n_stride, n_table, n_bytes, n_widths, n_token, n_row_stride, n_share = (
-                    _load_record(records_ptr, nxt)
-                )
-                conv_width = widths & 0xFFFFFFFF
-                rows = widths >> 32
-                t = share & 0xFFFFFFFF
-                tiles = share >> 32
-                bt = table.to(tl.pointer_type(tl.int32)) + row
-                if conv_width > 0:
-                    if table != conv_table:
-                        conv_src = tl.load(bt + src_col).to(tl.int64)
-                        conv_dst = tl.load(bt + dst_col).to(tl.int64)
-                        conv_table = table
-                    src_block = conv_src
-                    dst_block = conv_dst
-                else:
-                    if table != whole_table:
-                        whole_src = tl.load(bt + src_col + bias).to(tl.int64)
-                        whole_dst = tl.load(bt + dst_col).to(tl.int64)
-                        whole_table = table
-                    src_block = whole_src
-                    dst_block = whole_dst
-                _state_item(
-                    src_block, dst_block, bias, base, block_stride, conv_width, token_bytes,
-                    copy_bytes, rows, row_stride, t, tiles, CHUNK, BYTE_CHUNK, ROW_BLOCK,
-                )
-                base = n_base
-                block_stride = n_stride
-                table = n_table
-                copy_bytes = n_bytes
-                widths = n_widths
-                token_bytes = n_token
-                row_stride = n_row_stride
-                share = n_share
 
 
 @triton.jit
