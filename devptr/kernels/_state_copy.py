@@ -67,6 +67,7 @@ STATE_META_COLUMNS: tuple[tuple[str, Column], ...] = tuple(
 _INT_DTYPES = (torch.int32, torch.int64)
 _KERNEL = FastKernel("_state_jit", "_copy_state_blocks_kernel")
 _PLAN_KERNEL = FastKernel("_state_jit", "_copy_state_plan_kernel")
+_CLASS_KERNEL = FastKernel("_state_jit", "_copy_state_class_kernel")
 
 _META_CONSTANTS: dict[str, int] = {
     "NCOLS": len(StateMeta),
@@ -275,11 +276,14 @@ PLAN_NUM_WARPS = 2
 2 warps beat 4 at 1 to 32 requests on an H200 (and 8 lost by 25-35%;
 ``benchmarks/results/kernels.md``)."""
 _I32_LIMIT = 1 << 31
+MAX_CLASSES = 4
+"""Most state classes (distinct programs-per-state counts) the class kernel decodes."""
 
 
 @dataclass(frozen=True)
 class StateCopyPlan:
-    """The busy programs of one request's state copies, one record each, on the device.
+    """The busy programs of one request's state copies, one record each, on the device
+    (and the same facts per state, for the class kernel).
 
     Made by :func:`state_copy_plan` from the state tables as they are when it is called
     (their addresses and metadata are copied into the records: make a new plan when the
@@ -291,6 +295,12 @@ class StateCopyPlan:
     num_states: int
     chunk: int
     """Bytes each program moves per step."""
+    facts: torch.Tensor
+    """``[num_states, PLAN_WORDS]`` int64: each state's record head (its first seven words,
+    the eighth 0), the states sorted by ``tiles`` (device tensor; the class kernel's)."""
+    classes: tuple[tuple[int, int, int], ...]
+    """``(first program, first facts row, tiles)`` of each run of states with the same
+    ``tiles`` in :attr:`facts` (the class kernel takes at most :data:`MAX_CLASSES`)."""
 
 
 def _host_addresses(table: object, where: str) -> tuple[list[int], torch.device]:
@@ -341,6 +351,7 @@ def state_copy_plan(
         device = bases_dev
     meta = meta_t.detach().to("cpu").reshape(-1, len(StateMeta)).tolist()
     records: list[list[int]] = []
+    heads: list[tuple[int, list[int]]] = []
     for s, (base, row) in enumerate(zip(bases, meta, strict=True)):
         stride, width, token, nbytes, rows, row_stride, group = (int(row[m]) for m in StateMeta)
         if not 0 <= group < len(tables):
@@ -355,8 +366,17 @@ def state_copy_plan(
             tiles = max(1, min(MAX_TILES, -(-max(nbytes, width * token) // chunk)))
         head = [base, stride, tables[group], nbytes, width | rows << 32, token, row_stride]
         records += [[*head, t | tiles << 32] for t in range(tiles)]
+        heads.append((tiles, head))
     out = torch.tensor(records, dtype=torch.int64).reshape(-1, PLAN_WORDS).to(device)
-    return StateCopyPlan(out, len(bases), chunk)
+    heads.sort(key=lambda h: h[0])  # stable: state order within a class
+    classes: list[tuple[int, int, int]] = []
+    first_program = 0
+    for k, (tiles, _) in enumerate(heads):
+        if not classes or classes[-1][2] != tiles:
+            classes.append((first_program, k, tiles))
+        first_program += tiles
+    rows_t = torch.tensor([[*h, 0] for _, h in heads], dtype=torch.int64).reshape(-1, PLAN_WORDS)
+    return StateCopyPlan(out, len(bases), chunk, rows_t.to(device), tuple(classes))
 
 
 def copy_state_blocks_planned(
@@ -371,6 +391,7 @@ def copy_state_blocks_planned(
     skip_same_block: bool = False,
     byte_chunk: int = BYTE_CHUNK,
     num_warps: int = PLAN_NUM_WARPS,
+    by_class: bool = False,
 ) -> None:
     """:func:`copy_state_blocks` driven by a :class:`StateCopyPlan` (one launch).
 
@@ -379,22 +400,41 @@ def copy_state_blocks_planned(
     from its record. Asynchronous, no host copies, no allocation (CUDA-graph capturable).
     On an H200 this is faster than :func:`copy_state_blocks` at every batch of the
     36-layer Mamba pre-copy (``benchmarks/results/kernels.md``).
+
+    ``by_class``: the class kernel instead (same grid and copies): each program finds its
+    state and step from its program id (:attr:`StateCopyPlan.classes`, passed as launch
+    arguments) and reads its state's facts row, shared by the state's programs, instead of
+    a record of its own. On that H200 it was 0.2-1.3% faster at 1 and 2 requests and 1% at
+    8 and 32 (same results file). Plans with more than :data:`MAX_CLASSES` classes use
+    the record kernel.
     """
     if type(plan) is not StateCopyPlan:
         raise PtrTypeError(f"plan must be a StateCopyPlan from state_copy_plan (got {describe(plan)})")
     per_req, num_reqs = _request_tables(src_cols, dst_cols, token_biases, num_reqs, idx_mapping)
     block_table_stride = uint_value(block_table_stride, "block_table_stride")
     device = _tables.same_device({"plan": plan.records, **per_req})
-    programs = int(plan.records.shape[0])
-    if num_reqs == 0 or programs == 0:
+    programs_n = int(plan.records.shape[0])  # busy programs (either kernel)
+    if num_reqs == 0 or programs_n == 0:
         return
     if num_reqs > 65535:
         raise CapacityError(f"num_reqs={num_reqs} exceeds 65535 (the grid's second axis)")
+    by_class = bool(by_class) and len(plan.classes) <= MAX_CLASSES
+    kernel = _CLASS_KERNEL if by_class else _PLAN_KERNEL
     if device.type != "cuda":
-        _runtime.check_launch_device(device, _PLAN_KERNEL.jit_module())
+        _runtime.check_launch_device(device, kernel.jit_module())
     src_c = per_req["src_cols"]
+    head: tuple[object, ...] = (plan.records,)
+    if by_class:  # the class kernel: state and step from the program id
+        pad = [(_I32_LIMIT - 1, 0, 1)] * (MAX_CLASSES - len(plan.classes))
+        cls = [*plan.classes, *pad]
+        head = (
+            plan.facts,
+            *(c[0] for c in cls[1:]),
+            *(c[1] for c in cls[1:]),
+            *(c[2] for c in cls),
+        )
     args = (
-        plan.records,
+        *head,
         src_c,
         per_req["dst_cols"],
         per_req["token_biases"],
@@ -410,4 +450,4 @@ def copy_state_blocks_planned(
     }
     key = (device.index, *map(arg_key, args), *meta_kw.values(), num_warps)
     raw = tuple(a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args)
-    _PLAN_KERNEL.launch(device, (programs, num_reqs, 1), key, args, meta_kw, num_warps, raw)
+    kernel.launch(device, (programs_n, num_reqs, 1), key, args, meta_kw, num_warps, raw)

@@ -182,15 +182,9 @@ def _copy_state_plan_kernel(
         req = tl.load(idx_mapping_ptr + r).to(tl.int64)
     else:
         req = r.to(tl.int64)
-    rec = records_ptr + i * 8
-    base = tl.load(rec).to(tl.uint64, bitcast=True)
-    block_stride = tl.load(rec + 1)
-    table = tl.load(rec + 2).to(tl.uint64, bitcast=True)
-    copy_bytes = tl.load(rec + 3)
-    widths = tl.load(rec + 4)
-    token_bytes = tl.load(rec + 5)
-    row_stride = tl.load(rec + 6)
-    share = tl.load(rec + 7)
+    base, block_stride, table, copy_bytes, widths, token_bytes, row_stride, share = _load_record(
+        records_ptr, i
+    )
     conv_width = widths & 0xFFFFFFFF
     rows = widths >> 32
     t = share & 0xFFFFFFFF
@@ -200,4 +194,80 @@ def _copy_state_plan_kernel(
             req, base, block_stride, table, conv_width, token_bytes, copy_bytes, rows, row_stride,
             t, tiles, src_cols_ptr, dst_cols_ptr, token_bias_ptr, block_table_stride,
             SKIP_SAME_BLOCK, CHUNK, BYTE_CHUNK, ROW_BLOCK, False,
+        )
+
+
+@triton.jit
+def _load_record(records_ptr, i):
+    """The eight words of plan record ``i`` (see ``_copy_state_plan_kernel``)."""
+    rec = records_ptr + i * 8
+    base = tl.load(rec).to(tl.uint64, bitcast=True)
+    block_stride = tl.load(rec + 1)
+    table = tl.load(rec + 2).to(tl.uint64, bitcast=True)
+    copy_bytes = tl.load(rec + 3)
+    widths = tl.load(rec + 4)
+    token_bytes = tl.load(rec + 5)
+    row_stride = tl.load(rec + 6)
+    share = tl.load(rec + 7)
+    return base, block_stride, table, copy_bytes, widths, token_bytes, row_stride, share
+
+
+@triton.jit
+def _copy_state_class_kernel(
+    facts_ptr,
+    start1,
+    start2,
+    start3,
+    first1,
+    first2,
+    first3,
+    tiles0,
+    tiles1,
+    tiles2,
+    tiles3,
+    src_cols_ptr,
+    dst_cols_ptr,
+    token_bias_ptr,
+    idx_mapping_ptr,
+    block_table_stride,
+    HAS_IDX_MAPPING: tl.constexpr,
+    SKIP_SAME_BLOCK: tl.constexpr,
+    CHUNK: tl.constexpr,
+    BYTE_CHUNK: tl.constexpr,
+    ROW_BLOCK: tl.constexpr,
+):
+    """Grid ``(busy programs, num_reqs)`` over a plan's state classes (see
+    :class:`StateCopyPlan`): the states sorted by their programs each (``tiles``) into at
+    most four classes, class ``k`` from program ``start_k`` and facts row ``first_k`` on
+    (``start0 = first0 = 0``; unused classes start at ``2**31 - 1``).
+
+    Program ``p`` finds its state and step by arithmetic, so its first loads are the
+    request index and its state's facts row (the first seven words of a plan record,
+    shared by the state's programs), in flight together; the data is three dependent
+    load levels away, as in ``_copy_state_plan_kernel``, with no per-program record.
+    """
+    p = tl.program_id(0)
+    r = tl.program_id(1)
+    if HAS_IDX_MAPPING:
+        req = tl.load(idx_mapping_ptr + r).to(tl.int64)
+    else:
+        req = r.to(tl.int64)
+    c1 = p >= start1
+    c2 = p >= start2
+    c3 = p >= start3
+    start = tl.where(c3, start3, tl.where(c2, start2, tl.where(c1, start1, 0)))
+    first = tl.where(c3, first3, tl.where(c2, first2, tl.where(c1, first1, 0)))
+    tiles = tl.where(c3, tiles3, tl.where(c2, tiles2, tl.where(c1, tiles1, tiles0)))
+    local = p - start
+    k = local // tiles
+    t = (local - k * tiles).to(tl.int64)
+    base, block_stride, table, copy_bytes, widths, token_bytes, row_stride, _ = _load_record(
+        facts_ptr, (first + k).to(tl.int64)
+    )
+    if req >= 0:
+        _state_step(
+            req, base, block_stride, table, widths & 0xFFFFFFFF, token_bytes, copy_bytes,
+            widths >> 32, row_stride, t, tiles.to(tl.int64), src_cols_ptr, dst_cols_ptr,
+            token_bias_ptr, block_table_stride, SKIP_SAME_BLOCK, CHUNK, BYTE_CHUNK, ROW_BLOCK,
+            False,
         )

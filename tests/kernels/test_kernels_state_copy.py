@@ -111,10 +111,16 @@ def _planned(setup, device, src, dst, bias, n, *, chunk=256, **kw):  # type: ign
     return plan
 
 
+# the planned kernels: one program per record, or the class kernel (state and step from the
+# program id: 3 classes at chunk 256, 1 at 4096)
+KERNELS: dict[str, dict[str, bool]] = {"records": {}, "classes": {"by_class": True}}
+
+
+@pytest.mark.parametrize("kernel", list(KERNELS))
 @pytest.mark.parametrize("chunk", [256, 4096])  # several programs per copy; one
 @pytest.mark.parametrize("skip_same_block", [False, True])
 def test_planned_copies_match_vllm_copy_specs(
-    skip_same_block: bool, chunk: int, kernel_device: torch.device
+    skip_same_block: bool, chunk: int, kernel: str, kernel_device: torch.device
 ) -> None:
     # the plan's records carry each state's facts: same copies as the table-driven kernel
     # (shifts across blocks and in place, skipped requests, dim-first windows, two groups)
@@ -122,7 +128,7 @@ def test_planned_copies_match_vllm_copy_specs(
     src, dst, bias = [0, 1, 3, -1, 2, 4], [5, 6, 3, 2, 2, 7], [0, 2, 1, 0, 0, 3]
     want = reference(setup, src, dst, bias, list(range(6)), skip_same_block)
     plan = _planned(setup, kernel_device, src, dst, bias, 6, chunk=chunk,
-                    skip_same_block=skip_same_block, byte_chunk=64)
+                    skip_same_block=skip_same_block, byte_chunk=64, **KERNELS[kernel])
     for got, exp in zip(setup.states, want, strict=True):
         assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
     # one record per busy program: whole-window/-block copies over chunk-byte steps,
@@ -133,14 +139,22 @@ def test_planned_copies_match_vllm_copy_specs(
         want_programs += 1 if kind == "conv_df" else -(-nbytes // chunk)
     assert plan.records.shape == (want_programs, 8)
     assert plan.records.device.type == kernel_device.type
+    # the class kernel's view: one facts row per state (its record head), sorted by tiles
+    tiles = [int(r[7]) >> 32 for r in plan.records.tolist() if int(r[7]) & 0xFFFFFFFF == 0]
+    heads = [r[:7] for r in plan.records.tolist() if int(r[7]) & 0xFFFFFFFF == 0]
+    order = sorted(range(len(tiles)), key=lambda k: tiles[k])
+    assert plan.facts.tolist() == [[*heads[k], 0] for k in order]
+    assert [c[2] for c in plan.classes] == sorted(set(tiles))
+    assert sum(tiles) == want_programs and plan.classes[0][:2] == (0, 0)
 
 
-def test_planned_with_idx_mapping(kernel_device: torch.device) -> None:
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_planned_with_idx_mapping(kernel: str, kernel_device: torch.device) -> None:
     setup = make_setup(kernel_device, seed=6)
     src, dst, bias = [1, 0, 2, 3, 0, 1], [4, 5, 6, 7, 1, 2], [1, 0, 0, 2, 0, 1]
     mapping = [4, -1, 1]
     want = reference(setup, src, dst, bias, mapping, False)
-    _planned(setup, kernel_device, src, dst, bias, 3,
+    _planned(setup, kernel_device, src, dst, bias, 3, **KERNELS[kernel],
              idx_mapping=torch.tensor(mapping, dtype=torch.int32, device=kernel_device))
     for got, exp in zip(setup.states, want, strict=True):
         assert torch.equal(got.view(torch.uint8), exp.view(torch.uint8))
@@ -165,7 +179,8 @@ def test_plan_validates(kernel_device: torch.device) -> None:
 
 
 @pytest.mark.gpu
-def test_planned_copy_replays_in_a_cuda_graph() -> None:
+@pytest.mark.parametrize("kernel", list(KERNELS))
+def test_planned_copy_replays_in_a_cuda_graph(kernel: str) -> None:
     # compiled path: captured once, replayed after the request columns change on the device
     device = torch.device("cuda")
     setup = make_setup(device, seed=8)
@@ -173,13 +188,13 @@ def test_planned_copy_replays_in_a_cuda_graph() -> None:
     t = lambda v: torch.tensor(v, dtype=torch.int32, device=device)  # noqa: E731
     src, dst, bias = t([0, 1, 3, -1, 2, 4]), t([5, 6, 3, 2, 2, 7]), t([0, 2, 1, 0, 0, 3])
     stride = setup.tables[0].stride(0)
-    copy_state_blocks_planned(plan, stride, src, dst, bias, 6)  # compile outside the capture
+    copy_state_blocks_planned(plan, stride, src, dst, bias, 6, **KERNELS[kernel])  # compile first
     setup = make_setup(device, seed=8)
     plan = state_copy_plan(setup.bases, setup.meta, _group_ptrs(setup, device))
     stream = torch.cuda.Stream()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
-        copy_state_blocks_planned(plan, stride, src, dst, bias, 6)
+        copy_state_blocks_planned(plan, stride, src, dst, bias, 6, **KERNELS[kernel])
     new = ([1, 0, 2, 3, 0, 1], [4, 5, 6, 7, 1, 2], [1, 0, 0, 2, 0, 1])
     want = reference(setup, *new, list(range(6)), False)
     for d, v in zip((src, dst, bias), new, strict=True):
