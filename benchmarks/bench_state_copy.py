@@ -301,7 +301,7 @@ def run_case(
     fns: dict[str, Callable[[], object]] = {
         "vLLM precopy_mamba_align_fused_kernel": vllm_call(kernel, m, reqs),
         "devptr copy_state_blocks_planned": planned_call(m, reqs),
-        "devptr copy_state_blocks_planned by_class=True": planned_call(m, reqs, by_class=True),
+        "devptr copy_state_blocks_planned by_class=False": planned_call(m, reqs, by_class=False),
         "devptr copy_state_blocks (defaults)": devptr_call(m, reqs, **default_kw),
         "devptr copy_state_blocks (adapter's tiles=16, before)": devptr_call(m, reqs, tiles=16),
     }
@@ -456,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
             kws = [state_copy_config(m.copy_bytes, r, device), {"tiles": 16}, *configs(not args.no_sweep)]
             planned = {f"planned {c}/{w}": planned_call(m, r, c, w) for c, w in PLAN_SWEEP}
             fns = {"vllm": vllm_call(kernel, m, r), "planned": planned_call(m, r), **planned}
-            fns["planned by_class"] = planned_call(m, r, by_class=True)
+            fns["planned records"] = planned_call(m, r, by_class=False)
             fns.update({str(kw): devptr_call(m, r, **kw) for kw in kws})
             bad = [k for k, f in fns.items() if not check(m, r, f)]
             print(f"{r} request(s): {len(fns) - len(bad)} of {len(fns)} kernels bit-identical; wrong: {bad}")

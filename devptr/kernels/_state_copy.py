@@ -391,7 +391,7 @@ def copy_state_blocks_planned(
     skip_same_block: bool = False,
     byte_chunk: int = BYTE_CHUNK,
     num_warps: int = PLAN_NUM_WARPS,
-    by_class: bool = False,
+    by_class: bool = True,
 ) -> None:
     """:func:`copy_state_blocks` driven by a :class:`StateCopyPlan` (one launch).
 
@@ -401,12 +401,12 @@ def copy_state_blocks_planned(
     On an H200 this is faster than :func:`copy_state_blocks` at every batch of the
     36-layer Mamba pre-copy (``benchmarks/results/kernels.md``).
 
-    ``by_class``: the class kernel instead (same grid and copies): each program finds its
+    ``by_class`` (default): the class kernel (same grid and copies): each program finds its
     state and step from its program id (:attr:`StateCopyPlan.classes`, passed as launch
     arguments) and reads its state's facts row, shared by the state's programs, instead of
     a record of its own. On that H200 it was 0.2-1.3% faster at 1 and 2 requests and 1% at
-    8 and 32 (same results file). Plans with more than :data:`MAX_CLASSES` classes use
-    the record kernel.
+    8 and 32 (same results file). ``by_class=False``, and plans with more than
+    :data:`MAX_CLASSES` classes, use the record kernel.
     """
     if type(plan) is not StateCopyPlan:
         raise PtrTypeError(f"plan must be a StateCopyPlan from state_copy_plan (got {describe(plan)})")
