@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import weakref
 from collections.abc import Callable
 
 import torch
@@ -199,6 +200,32 @@ def batch_memcpy_columns(
     :func:`batch_memcpy`). The byte counts and addresses are not read back: a caller
     holding other tables calls :func:`batch_memcpy`. Knobs: ``batch_memcpy``'s defaults.
     """
+    seen = _CHECKED_COLUMNS.get(src)
+    if (
+        seen is not None
+        and seen[0]() is dst
+        and seen[1]() is sizes
+        and type(n) is int
+        and 0 <= n <= seen[2]
+        and type(max_size) is int
+        and max_size >= 0
+    ):  # the same three views as a checked call (remembered by identity, weakly)
+        count, top, device = n, max_size, seen[3]
+    else:
+        count, top, device = _check_columns(src, dst, sizes, n, max_size)
+    _launch_segments(src, dst, sizes, count, device, lambda: top, top, None, None, BYTE_CHUNK, None)
+
+
+_Checked = tuple["weakref.ref[torch.Tensor]", "weakref.ref[torch.Tensor]", int, torch.device]
+_CHECKED_COLUMNS: IdentityCache[torch.Tensor, _Checked] = IdentityCache()
+"""Column views :func:`batch_memcpy_columns` checked, remembered weakly (keeping none alive):
+``src -> (dst, sizes, capacity, device)``."""
+
+
+def _check_columns(
+    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: object, max_size: object
+) -> tuple[int, int, torch.device]:
+    """The O(1) checks of :func:`batch_memcpy_columns`: (count, largest size, device)."""
     addr, size = _tables.ADDR_DTYPES, _tables.SIZE_DTYPES
     for name, t, dtypes in (("src", src, addr), ("dst", dst, addr), ("sizes", sizes, size)):
         if type(t) is not torch.Tensor or t.dtype not in dtypes or t.dim() != 1:
@@ -207,9 +234,11 @@ def batch_memcpy_columns(
     device = src.device
     if dst.device != device or sizes.device != device:
         raise PtrTypeError(f"tables must be on one device (got {src.device}, {dst.device}, {sizes.device})")
-    count = index_value(n, "n", min(src.shape[0], dst.shape[0], sizes.shape[0]))
+    capacity = min(src.shape[0], dst.shape[0], sizes.shape[0])
+    count = index_value(n, "n", capacity)
     top = index_value(max_size, "max_size", None)
-    _launch_segments(src, dst, sizes, count, device, lambda: top, top, None, None, BYTE_CHUNK, None)
+    _CHECKED_COLUMNS.put(src, (weakref.ref(dst), weakref.ref(sizes), capacity, device))
+    return count, top, device
 
 
 def batch_memcpy_table(

@@ -401,3 +401,20 @@ def test_batch_memcpy_columns_refuses_bad_views(
     with pytest.raises(error, match=match):
         batch_memcpy_columns(args[0], args[1], args[2], args[3], max_size=args[4])
     assert torch.equal(dst_mem, before)  # nothing launched
+
+
+def test_batch_memcpy_columns_checks_other_views_after_a_checked_call(kernel_device: torch.device) -> None:
+    # a first call remembers its three views; a later call with another dst, or n beyond
+    # the capacity, is checked again, never trusted on src's identity alone
+    plan = random_plan(15)
+    src_mem, dst_mem = arenas(plan, kernel_device, 15)
+    s, d, z = _columns(plan, src_mem, dst_mem)
+    n, top = len(plan.sizes), max(plan.sizes)
+    batch_memcpy_columns(s, d, z, n, max_size=top)
+    assert torch.equal(dst_mem, reference(plan, src_mem, dst_mem))
+    with pytest.raises(PtrTypeError, match="dst"):
+        batch_memcpy_columns(s, d.view(torch.float64), z, n, max_size=top)
+    with pytest.raises(CapacityError, match="n"):
+        batch_memcpy_columns(s, d, z, n + 1, max_size=top)
+    with pytest.raises(PtrTypeError, match="max_size"):
+        batch_memcpy_columns(s, d, z, n, max_size=True)
