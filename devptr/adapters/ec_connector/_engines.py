@@ -663,14 +663,15 @@ def choose(
     # an empty copy's address may be null: read the direction from a copy with bytes
     first = 0 if sizes[0] else int(np.argmax(sizes != 0))
     src0, dst0 = int(src[first]), int(dst[first])
-    if torch.cuda.is_current_stream_capturing():
-        return record(EngineChoice("kernel", None, block, "stream capture: the capturable kernel"))
     table = crossovers(device)
     key = (src0 >> _GRANULE, dst0 >> _GRANULE, block)
-    if table is not None:
-        hit = table._picked.get(key)
-        if hit is not None:
-            return record(hit)
+    hit = table._picked.get(key) if table is not None else None
+    if hit is not None and hit.engine == "kernel":  # capturable as it is: no capture check
+        return record(hit)
+    if torch.cuda.is_current_stream_capturing():
+        return record(EngineChoice("kernel", None, block, "stream capture: the capturable kernel"))
+    if hit is not None:
+        return record(hit)
     rt = cuda_runtime()
     if rt is None:
         return record(EngineChoice("kernel", None, block, "no CUDA runtime library for the copy engines"))
