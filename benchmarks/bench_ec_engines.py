@@ -26,7 +26,7 @@ Host time per call (``host_us``): ``EC auto``, ``EC kernel`` and ``SM kernel, ho
 issued 10 at a time back to back (perf_counter, the device left to drain between samples),
 median of 3: the host work a swap costs the caller, against a bare upload and launch.
 Payload GB/s (one direction), median of ``--iters`` batches timed with CUDA events,
-variants taking turns in every round. Batches: ``--total`` bytes (default 256 MiB), and
+variants taking turns in every round (the first one rotating). Batches: ``--total`` bytes (default 256 MiB), and
 64 MiB for blocks below 64 KiB (the per-block torch loop would take seconds).
 
     python benchmarks/bench_ec_engines.py --out DIR
@@ -166,9 +166,12 @@ def run_case(
     single: dict[str, list[float]] = {k: [] for k in ("EC auto", "EC kernel") if k in live}
     first: dict[str, list[float]] = {k: [] for k in single}
     later: dict[str, list[float]] = {k: [] for k in single}
-    for _ in range(iters):
-        for k, f in live.items():
-            samples[k].append(_event_time(f, number))
+    names = list(live)
+    for it in range(iters):
+        # each sample round starts with another variant (rotated), so no variant always
+        # runs first after the single-batch timings below
+        for k in names[it % len(names) :] + names[: it % len(names)]:
+            samples[k].append(_event_time(live[k], number))
         order = list(single) if len(samples[next(iter(samples))]) % 2 else list(reversed(single))
         for j, k in enumerate(order):  # alternate which goes first after the batches above
             torch.cuda.synchronize()
