@@ -26,8 +26,8 @@ Host time per call (``host_us``): ``EC auto``, ``EC kernel`` and ``SM kernel, ho
 issued 10 at a time back to back (perf_counter, the device left to drain between samples),
 median of 3: the host work a swap costs the caller, against a bare upload and launch.
 Payload GB/s (one direction), median of ``--iters`` batches timed with CUDA events,
-variants taking turns in every round (the first one rotating). Batches: ``--total`` bytes (default 256 MiB), and
-64 MiB for blocks below 64 KiB (the per-block torch loop would take seconds).
+variants taking turns in every round (the first one rotating). Batches: ``--total``
+bytes (default 256 MiB), and 64 MiB for blocks below 64 KiB (the per-block torch loop would take seconds).
 
     python benchmarks/bench_ec_engines.py --out DIR
 """
