@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from support.segment_cases import arenas, random_plan, reference, scattered
+from support.segment_cases import Plan, arenas, random_plan, reference, scattered
 
 pytest.importorskip("triton")
 
@@ -21,6 +21,7 @@ from devptr import (
     PtrBuffer,
     PtrTypeError,
     addresses,
+    ptr_tensor,
 )
 from devptr.kernels import SizeBuffer, batch_memcpy, batch_memcpy_columns
 from devptr.kernels import _memcpy as M
@@ -361,11 +362,12 @@ def test_every_warp_count_copies_the_same_bytes(kernel_device: torch.device, num
         assert torch.equal(dst_mem, want)
 
 
-def _columns(plan: object, src_mem: torch.Tensor, dst_mem: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def _columns(plan: Plan, src_mem: torch.Tensor, dst_mem: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Three column views as an adapter would build them (devptr's own table spellings)."""
     dev = src_mem.device
-    s = torch.tensor([src_mem.data_ptr() + o for o in plan.src_offs], dtype=torch.int64, device=dev)  # type: ignore[attr-defined]
-    d = torch.tensor([dst_mem.data_ptr() + o for o in plan.dst_offs], dtype=torch.int64, device=dev)  # type: ignore[attr-defined]
-    z = torch.tensor(plan.sizes, dtype=torch.int64, device=dev)  # type: ignore[attr-defined]
+    s = ptr_tensor([DevicePtr.of(src_mem) + o for o in plan.src_offs], encoding=Encoding.U64, device=dev)
+    d = ptr_tensor([DevicePtr.of(dst_mem) + o for o in plan.dst_offs], device=dev)
+    z = torch.tensor(plan.sizes, dtype=torch.int64, device=dev)
     return s, d, z
 
 
@@ -374,7 +376,7 @@ def test_batch_memcpy_columns_copies_like_batch_memcpy(kernel_device: torch.devi
     src_mem, dst_mem = arenas(plan, kernel_device, 13)
     want = reference(plan, src_mem, dst_mem)
     s, d, z = _columns(plan, src_mem, dst_mem)
-    batch_memcpy_columns(s.view(torch.uint64), d, z, len(plan.sizes), max_size=max(plan.sizes))
+    batch_memcpy_columns(s, d, z, len(plan.sizes), max_size=max(plan.sizes))  # uint64 src, int64 dst
     assert torch.equal(dst_mem, want)
 
 
