@@ -33,22 +33,41 @@ _JOIN_S: Final = 2.0
 
 @contextlib.contextmanager
 def sigint_held() -> Iterator[None]:
-    """Hold SIGINT back for the block (main thread, POSIX); it is delivered when it ends.
+    """Hold SIGINT back for the block (main thread); it is delivered when the block ends.
 
     For the few system calls that must not be cut in two: forking the workers (a child
     interrupted before it ignores SIGINT printed a traceback, and the parent's interrupt
-    could be lost) and a file's write-and-rename.
+    could be lost) and a file's write-and-rename (an interrupt inside ``mkstemp`` left its
+    temporary file behind). Two layers: the signal is blocked in this thread (POSIX), and
+    Python's SIGINT handler is replaced for the block by one that only records the signal.
+    The second layer is the one that holds: a process-directed SIGINT is delivered to any
+    thread that does not block it (a progress bar's refresh thread, the worker pool's
+    manager), and Python then runs its handler in the main thread at the next bytecode,
+    masked or not. After the block the recorded signal goes to the previous handler
+    (``KeyboardInterrupt`` by default).
     """
-    if not hasattr(signal, "pthread_sigmask") or (
-        threading.current_thread() is not threading.main_thread()
-    ):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    caught: list[int] = []
+
+    def record(signum: int, frame: object) -> None:
+        caught.append(signum)
+
+    previous = signal.signal(signal.SIGINT, record)
+    masked = hasattr(signal, "pthread_sigmask")
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT}) if masked else None
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        if old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a pending SIGINT runs record()
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            if callable(previous):
+                previous(signal.SIGINT, None)  # default_int_handler: raises KeyboardInterrupt
+            elif previous == signal.SIG_DFL:
+                signal.raise_signal(signal.SIGINT)
 
 
 def _ignore_sigint() -> None:
