@@ -170,7 +170,7 @@ def ec_case(
         "bufs._device_columns (the swap's upload)": lambda: bufs._device_columns(n),
         "bare copy_ of the tables": lambda: dev_tab.copy_(host_tab, non_blocking=True),
         "batch_memcpy launch, tables ready": lambda: batch_memcpy(ds, dd, dk, n, max_size=block),
-        "table_copy launch (the swap's)": lambda: E.table_copy(cols[0], cols[1], cols[2], n, block, device),
+        "table_copy launch (the swap's)": lambda: E.table_copy(cols[0], cols[1], cols[2], n, block),
         "rival: bare copy_ + batch_memcpy": rival,
         "swap auto": lambda: bufs.swap(n),
         "swap kernel": lambda: bufs.swap(n, path="kernel"),

@@ -7,8 +7,8 @@ import torch
 from devptr import CapacityError, LengthMismatchError, PtrBuffer, PtrTypeError, SizeBuffer
 from devptr._core_api import describe, index_value
 
-ADDR_DTYPES = (torch.int64, torch.uint64)
-SIZE_DTYPES = (torch.int32, torch.int64, torch.uint64)
+_ADDR_DTYPES = (torch.int64, torch.uint64)
+_SIZE_DTYPES = (torch.int32, torch.int64, torch.uint64)
 
 
 def address_table(table: object, where: str) -> torch.Tensor:
@@ -20,7 +20,7 @@ def address_table(table: object, where: str) -> torch.Tensor:
     if isinstance(table, PtrBuffer):  # the table base's views: mirror when there is one
         return table.device() if table.device_type is not None else table.host()
     if isinstance(table, torch.Tensor):
-        if table.dtype not in ADDR_DTYPES or table.dim() != 1:
+        if table.dtype not in _ADDR_DTYPES or table.dim() != 1:
             raise PtrTypeError(
                 f"{where}: an address table must be a 1-D torch.int64 or torch.uint64 tensor "
                 f"(got {table.dtype}, {table.dim()}-D)"
@@ -34,7 +34,7 @@ def size_table(table: object, where: str = "sizes") -> torch.Tensor:
     if isinstance(table, SizeBuffer):
         return table.device() if table.device_type is not None else table.host()
     if isinstance(table, torch.Tensor):
-        if table.dtype not in SIZE_DTYPES or table.dim() != 1:
+        if table.dtype not in _SIZE_DTYPES or table.dim() != 1:
             raise PtrTypeError(
                 f"{where}: a size table must be a 1-D int32, int64 or uint64 tensor "
                 f"(got {table.dtype}, {table.dim()}-D)"

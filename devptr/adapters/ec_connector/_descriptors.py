@@ -23,6 +23,7 @@ a null address (allowed in the table, refused by ``swap`` with the same error as
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -61,6 +62,16 @@ from devptr.adapters.ec_connector._swap import BatchFacts, SwapPath, Views, swap
 _max = np.maximum.reduce
 _min = np.minimum.reduce
 _sum = np.add.reduce
+
+_Col = TypeVar("_Col", torch.Tensor, U64Array)
+
+
+def _split(whole: _Col, capacity: int, n: int | None = None) -> tuple[_Col, _Col, _Col]:
+    """The src, dst and sizes columns of a descriptor storage (three runs of ``capacity``
+    words each, in that order): their first ``n`` entries (None: all)."""
+    n = capacity if n is None else n
+    return whole[:n], whole[capacity : capacity + n], whole[2 * capacity : 2 * capacity + n]
+
 
 ByteCounts = Sequence[int] | npt.NDArray[np.integer] | torch.Tensor
 """Byte counts as callers pass them: ints, a 1-D integer array or a CPU integer tensor."""
@@ -112,15 +123,11 @@ class DescriptorBuffers(TableBase):
         # Writes go here after validation; with a device mirror they first wait for an
         # in-flight to_device copy. Dropped on release, so a stale handle cannot reach them.
         whole = storage.np
-        self._cols: tuple[U64Array, U64Array, U64Array] | None = (
-            whole[:capacity],
-            whole[capacity : 2 * capacity],
-            whole[2 * capacity : 3 * capacity],
-        )
+        self._cols: tuple[U64Array, U64Array, U64Array] | None = _split(whole, capacity)
         ro = whole.view()
         ro.flags.writeable = False
         # Read-only views of the same columns (numpy(), the swap paths).
-        self._read = (ro[:capacity], ro[capacity : 2 * capacity], ro[2 * capacity : 3 * capacity])
+        self._read = _split(ro, capacity)
         # The kernel's view of the columns, whole capacity (made at the first launch).
         self._kernel_cols: Views | None = None
         # Validation state (module doc): True once a row may hold what add_* did not check.
@@ -312,16 +319,12 @@ class DescriptorBuffers(TableBase):
         st = self._live()
         if st.mirror is None:
             if cols is None:
-                cols = self._kernel_cols = self._columns(st.host.view(torch.uint64))
+                cols = self._kernel_cols = _split(st.host.view(torch.uint64), self._n)
             return cols
         whole = self._upload(n, torch.uint64, True, columns=3)
         if cols is None:
-            cols = self._kernel_cols = self._columns(whole)
+            cols = self._kernel_cols = _split(whole, self._n)
         return cols
-
-    def _columns(self, t: torch.Tensor) -> Views:
-        cap = self._n
-        return t[:cap], t[cap : 2 * cap], t[2 * cap : 3 * cap]
 
     # -- views ----------------------------------------------------------------------
     @guarded
@@ -344,9 +347,7 @@ class DescriptorBuffers(TableBase):
         st = self._live()
         count = self._count(n)
         enc = self.encoding if encoding is None else encoding
-        cap = self._n
-        t = st.host.view(enc.torch_dtype)
-        return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
+        return _split(st.host.view(enc.torch_dtype), self._n, count)
 
     @guarded
     def to_device(
@@ -361,9 +362,7 @@ class DescriptorBuffers(TableBase):
         if st.mirror is None:
             raise StateError("these buffers have no device mirror (their pool's device is the CPU)")
         count = self._count(n)
-        cap = self._n
-        t = self._upload(count, encoding.torch_dtype, True, columns=3)
-        return t[:count], t[cap : cap + count], t[2 * cap : 2 * cap + count]
+        return _split(self._upload(count, encoding.torch_dtype, True, columns=3), self._n, count)
 
     @guarded
     def numpy(self, n: int | None = None) -> tuple[U64Array, U64Array, U64Array]:

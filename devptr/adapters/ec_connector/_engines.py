@@ -315,19 +315,15 @@ def kernel_copy(
     _kernels().batch_memcpy(src, dst, sizes, n, max_size=max_size)
 
 
-def table_copy(
-    src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int, device: torch.device
-) -> None:
+def table_copy(src: torch.Tensor, dst: torch.Tensor, sizes: torch.Tensor, n: int, max_size: int) -> None:
     """:func:`kernel_copy` for tables the adapter built and checked itself: the descriptor
-    buffers' own column views (1-D uint64, contiguous, on ``device``, at least ``n``
+    buffers' own column views (1-D uint64, contiguous, on one device, at least ``n``
     entries each; byte counts checked when stored, the largest ``max_size``).
 
     :func:`devptr.kernels.batch_memcpy_columns` (``batch_memcpy``'s launcher and knob
     defaults, checked mode, the cached direct launch, without its table checks, which cost
-    more host time than the launch itself for these tables). ``device``: the tables'
-    device (kept for the callers; the views carry it).
+    more host time than the launch itself for these tables).
     """
-    del device
     _kernels().columns(src, dst, sizes, n, max_size=max_size)
 
 
@@ -339,12 +335,9 @@ class _Kernels:
     columns: Callable[..., None]
 
 
-_kernels_found: list[_Kernels] = []
-
-
+@functools.cache
 def _kernels() -> _Kernels:
-    if _kernels_found:
-        return _kernels_found[0]
+    """``devptr.kernels``' entry points, looked up once (a failed look-up is not kept)."""
     try:  # looked up lazily: devptr.kernels imports triton
         pub = importlib.import_module("devptr.kernels")
         found = _Kernels(pub.batch_memcpy, pub.batch_memcpy_columns)
@@ -353,7 +346,6 @@ def _kernels() -> _Kernels:
             "the portable swap path needs devptr.kernels.batch_memcpy (triton); "
             f"install devptr[kernels] or register a platform op ({exc})"
         ) from None
-    _kernels_found.append(found)
     return found
 
 

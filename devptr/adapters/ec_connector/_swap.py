@@ -438,4 +438,4 @@ def swap_buffers(
         host_copy(s, d, k)
     else:  # the mirror (the host columns on the CPU, where the interpreter reads them)
         ds, dd, dk = bufs._device_columns(count)
-        table_copy(ds, dd, dk, count, facts.top, dev)
+        table_copy(ds, dd, dk, count, facts.top)
