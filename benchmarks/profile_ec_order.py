@@ -28,9 +28,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _harness as H
+from benchmarks.bench_ec_engines import host_table_rival
 from devptr import DevicePtr
 from devptr.adapters.ec_connector import DescriptorBufferPool, calibrate_engines
-from devptr.kernels import batch_memcpy
 
 BEFORE = ("none", "copy64M", "copy256M", "sleep1ms", "auto", "kernel", "rival")
 TIMED = ("auto", "kernel", "rival")
@@ -70,14 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         block, np.full(n, block, dtype=np.uint64),
     )  # fmt: skip
     hs, hd, hk = (np.ascontiguousarray(a) for a in bufs.numpy(n))
-    host_tab = torch.from_numpy(np.concatenate([hs, hd, hk]).view(np.int64)).pin_memory()
-    dev_tab = torch.empty_like(host_tab, device=dev)
-    ts, td, tk = (dev_tab[j * n : (j + 1) * n].view(torch.uint64) for j in range(3))
-
-    def rival() -> None:
-        dev_tab.copy_(host_tab, non_blocking=True)
-        batch_memcpy(ts, td, tk, n, max_size=block)
-
+    rival = host_table_rival(hs, hd, hk, block, dev)
     fns: dict[str, Callable[[], object]] = {
         "auto": lambda: bufs.swap(n),
         "kernel": lambda: bufs.swap(n, path="kernel"),
