@@ -67,14 +67,19 @@ def check_command(
     anything is found; 2 on a usage or configuration error, or when a file or folder could
     not be read, decoded or parsed (reported in every format); 130 when interrupted.
     """
-    try:
-        _check(paths, output_format, select, extend_select, ignore, exclude, config, jobs,
-               progress, statistics, force_exclude)
-    except KeyboardInterrupt:
-        from devptr.lint.engine._pool import exit_now
+    from devptr.lint.engine._pool import exit_now, interrupts_recorded
 
-        typer.echo("devptr check: interrupted", err=True)
-        exit_now(130)
+    with interrupts_recorded() as interrupted:
+        try:
+            try:
+                _check(paths, output_format, select, extend_select, ignore, exclude, config,
+                       jobs, progress, statistics, force_exclude)
+            finally:
+                if interrupted():  # also one that a callback swallowed (see interrupts_recorded)
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            typer.echo("devptr check: interrupted", err=True)
+            exit_now(130)
 
 
 def _check(

@@ -80,22 +80,26 @@ def migrate_command(
         )
         raise typer.Exit(2) from exc
 
-    from devptr.lint.engine._pool import exit_now
+    from devptr.lint.engine._pool import exit_now, interrupts_recorded
 
-    try:
-        status = run(
-            paths,
-            diff=diff,
-            check=check,
-            select=select,
-            ignore=ignore,
-            unsafe_fixes=unsafe_fixes,
-            jobs=jobs,
-            config=config,
-        )
-    except KeyboardInterrupt:  # before the files were walked: nothing written
-        typer.echo("interrupted: nothing written", err=True)
-        exit_now(130)
+    with interrupts_recorded() as interrupted:
+        try:
+            status = run(
+                paths,
+                diff=diff,
+                check=check,
+                select=select,
+                ignore=ignore,
+                unsafe_fixes=unsafe_fixes,
+                jobs=jobs,
+                config=config,
+            )
+        except KeyboardInterrupt:  # before the files were walked: nothing written
+            typer.echo("interrupted: nothing written", err=True)
+            exit_now(130)
+        if interrupted() and status != INTERRUPTED:  # a Ctrl-C a callback swallowed
+            typer.echo("interrupted: the run finished first (its summary is above)", err=True)
+            exit_now(INTERRUPTED)
     if status == INTERRUPTED:
         exit_now(status)  # the workers were terminated: do not wait for their pool's threads
     raise typer.Exit(status)

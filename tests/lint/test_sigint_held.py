@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 
 import pytest
 
-from devptr.lint.engine._pool import sigint_held
+from devptr.lint.engine._pool import interrupts_recorded, sigint_held
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signals")
 
@@ -75,3 +76,28 @@ def test_a_handler_of_the_callers_receives_the_held_signal() -> None:
         assert got == [signal.SIGINT]
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_an_interrupt_a_finalizer_swallowed_is_still_recorded() -> None:
+    # Python prints a KeyboardInterrupt raised inside __del__ (or a weakref callback, such as
+    # importlib's module-lock one) as "Exception ignored" and goes on: the command must
+    # still learn that Ctrl-C came (devptr check once finished and exited 1 after it)
+    class Finalized:
+        def __del__(self) -> None:
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(10_000):  # the handler runs here, inside the finalizer
+                pass
+
+    swallowed: list[type[BaseException] | None] = []
+    before = signal.getsignal(signal.SIGINT)
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: swallowed.append(u.exc_type)  # what Python would print
+    try:
+        with interrupts_recorded() as interrupted:
+            assert not interrupted()
+            Finalized()  # collected at once; its KeyboardInterrupt is swallowed
+            assert swallowed == [KeyboardInterrupt]
+            assert interrupted()
+    finally:
+        sys.unraisablehook = hook
+    assert signal.getsignal(signal.SIGINT) is before

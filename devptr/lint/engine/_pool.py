@@ -23,7 +23,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Final, NoReturn
 
@@ -68,6 +68,30 @@ def sigint_held() -> Iterator[None]:
                 previous(signal.SIGINT, None)  # default_int_handler: raises KeyboardInterrupt
             elif previous == signal.SIG_DFL:
                 signal.raise_signal(signal.SIGINT)
+
+
+@contextlib.contextmanager
+def interrupts_recorded() -> Iterator[Callable[[], bool]]:
+    """For a command's run (main thread): SIGINT raises ``KeyboardInterrupt`` as usual and
+    is also recorded; the yielded function says whether one came. A ``KeyboardInterrupt``
+    raised inside a weak-reference callback or a ``__del__`` (an import's module-lock
+    callback, say) is printed as "Exception ignored" and lost; the command then asks this
+    before it reports success, so a Ctrl-C is never lost. The previous handler is back
+    after the block."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    received: list[int] = []
+
+    def on_sigint(signum: int, frame: object) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield lambda: bool(received)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _ignore_sigint() -> None:
