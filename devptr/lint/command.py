@@ -69,6 +69,10 @@ def check_command(
     """
     from devptr.lint.engine._pool import exit_now, interrupts_recorded
 
+    def stop() -> None:
+        typer.echo("devptr check: interrupted", err=True)
+        exit_now(130)
+
     with interrupts_recorded() as interrupted:
         try:
             try:
@@ -76,10 +80,9 @@ def check_command(
                        jobs, progress, statistics, force_exclude)
             finally:
                 if interrupted():  # also one that a callback swallowed (see interrupts_recorded)
-                    raise KeyboardInterrupt
+                    stop()
         except KeyboardInterrupt:
-            typer.echo("devptr check: interrupted", err=True)
-            exit_now(130)
+            stop()
 
 
 def _check(

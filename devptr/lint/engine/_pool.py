@@ -25,7 +25,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 _JOIN_S: Final = 2.0
 """How long a terminated worker is waited for (it exits at once unless the OS is stuck)."""
@@ -83,9 +83,9 @@ def interrupts_recorded() -> Iterator[Callable[[], bool]]:
         return
     received: list[int] = []
 
-    def on_sigint(signum: int, frame: object) -> None:
+    def on_sigint(signum: int, frame: Any) -> None:
         received.append(signum)
-        raise KeyboardInterrupt
+        signal.default_int_handler(signum, frame)  # raises KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     try:
