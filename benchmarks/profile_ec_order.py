@@ -5,12 +5,20 @@ benchmark's order was rotated, ``benchmarks/results/ec_connector.md``). For ever
 (work before, swap timed): the work before runs and the device drains, then 4 swaps are
 timed back to back between CUDA events (device us per batch) and on the host (host us per
 call); median of 9. Work before: nothing, a 64 MiB or a 256 MiB ``copy_``, a 1 ms host
-sleep, or one of the timed swaps. Swaps: ``bufs.swap(n)`` (``auto``), ``path="kernel"`` and
-the bare rival (one upload of the pinned host tables + ``batch_memcpy``).
+sleep, a torch per-block loop over the batch (host-bound: the device idles at its end, as
+in ``bench_ec_engines`` when a variant follows it), or one of the timed swaps. Swaps:
+``bufs.swap(n)`` (``auto``), ``path="kernel"``, the bare rival (one upload of the pinned
+host tables + ``batch_memcpy``) and ``ready`` (``batch_memcpy`` on device tables: no
+upload, no host path). Each of the 4 calls has its own pair of events and host clock
+reads, so the first call after the work is told apart from the calls behind it.
 
-    python benchmarks/profile_ec_order.py [--out DIR]
+``--trace FILE`` also writes a torch.profiler (Kineto) chrome trace of a few pairs, each
+inside a ``record_function`` named ``before->timed``: where the host and the device spend
+the first call.
 
-Needs a CUDA GPU. Not yet run (the session that wrote it had no device time left).
+    python benchmarks/profile_ec_order.py [--out DIR] [--trace FILE]
+
+Needs a CUDA GPU.
 """
 
 from __future__ import annotations
@@ -31,29 +39,34 @@ from benchmarks import _harness as H
 from benchmarks.bench_ec_engines import host_table_rival
 from devptr import DevicePtr
 from devptr.adapters.ec_connector import DescriptorBufferPool, calibrate_engines
+from devptr.kernels import batch_memcpy
 
-BEFORE = ("none", "copy64M", "copy256M", "sleep1ms", "auto", "kernel", "rival")
-TIMED = ("auto", "kernel", "rival")
+BEFORE = ("none", "copy64M", "copy256M", "sleep1ms", "torchloop", "auto", "kernel", "rival")
+TIMED = ("auto", "kernel", "rival", "ready")
+TRACED = (("copy256M", "auto"), ("copy256M", "rival"), ("sleep1ms", "auto"), ("auto", "auto"))
+"""Pairs in the trace (the torch loop would fill it with 16,384 copies a sample)."""
 
 
-def _timed(fn: Callable[[], object], number: int = 4) -> tuple[float, float]:
-    """(device us per call between CUDA events, host us per call) of ``number`` calls."""
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    t0 = time.perf_counter_ns()
-    start.record()
-    for _ in range(number):
+def _timed(fn: Callable[[], object], number: int = 4) -> tuple[list[float], list[float]]:
+    """Device us of each of ``number`` back-to-back calls (between CUDA events recorded
+    around each) and host us of each call (perf_counter)."""
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(number + 1)]
+    host = []
+    ev[0].record()
+    for i in range(number):
+        t0 = time.perf_counter_ns()
         fn()
-    host = (time.perf_counter_ns() - t0) / 1e3 / number
-    end.record()
-    end.synchronize()
-    return float(start.elapsed_time(end)) * 1e3 / number, host
+        host.append((time.perf_counter_ns() - t0) / 1e3)
+        ev[i + 1].record()
+    ev[-1].synchronize()
+    return [float(ev[i].elapsed_time(ev[i + 1])) * 1e3 for i in range(number)], host
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--samples", type=int, default=9)
+    ap.add_argument("--trace", type=Path, default=None, help="write a chrome trace of a few pairs here")
     args = ap.parse_args(argv)
     dev = torch.device("cuda", 0)
     calibrate_engines(dev)
@@ -71,10 +84,18 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     hs, hd, hk = (np.ascontiguousarray(a) for a in bufs.numpy(n))
     rival = host_table_rival(hs, hd, hk, block, dev)
+    ts, td, tk = (torch.from_numpy(a.view(np.int64)).to(dev).view(torch.uint64) for a in (hs, hd, hk))
+    src_views, dst_views = [src[int(p)] for p in perm], [dst[i] for i in range(n)]
+
+    def torchloop() -> None:
+        for a, b in zip(src_views, dst_views, strict=True):
+            b.copy_(a, non_blocking=True)
     fns: dict[str, Callable[[], object]] = {
         "auto": lambda: bufs.swap(n),
         "kernel": lambda: bufs.swap(n, path="kernel"),
         "rival": rival,
+        "ready": lambda: batch_memcpy(ts, td, tk, n, max_size=block),
+        "torchloop": torchloop,
         "copy64M": lambda: dst.copy_(src),
         "copy256M": lambda: big_b.copy_(big_a),
         "sleep1ms": lambda: time.sleep(0.001),
@@ -93,18 +114,34 @@ def main(argv: list[str] | None = None) -> int:
                 d, h = _timed(fns[timed])
                 dev_us.append(d)
                 host_us.append(h)
+            med = statistics.median
             row = {
                 "before": before,
                 "timed": timed,
-                "device_us_per_batch": statistics.median(dev_us),
-                "host_us_per_call": statistics.median(host_us),
+                "device_us_first": med(d[0] for d in dev_us),
+                "device_us_later": med(statistics.mean(d[1:]) for d in dev_us),
+                "host_us_first": med(h[0] for h in host_us),
+                "host_us_later": med(statistics.mean(h[1:]) for h in host_us),
             }
             rows.append(row)
             print(
-                f"before={before:9s} timed={timed:7s} us/batch {row['device_us_per_batch']:7.1f}"
-                f"  host us/call {row['host_us_per_call']:6.1f}",
+                f"before={before:9s} timed={timed:6s} device us first {row['device_us_first']:7.1f}"
+                f" later {row['device_us_later']:7.1f}  host us first {row['host_us_first']:6.1f}"
+                f" later {row['host_us_later']:6.1f}",
                 flush=True,
             )
+    if args.trace:
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for before, timed in TRACED:
+                for _ in range(2):
+                    fns[before]()
+                    torch.cuda.synchronize()
+                    with record_function(f"{before}->{timed}"):
+                        _timed(fns[timed])
+        args.trace.parent.mkdir(parents=True, exist_ok=True)
+        prof.export_chrome_trace(str(args.trace))
     pool.release(bufs)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
