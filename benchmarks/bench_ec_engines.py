@@ -25,8 +25,12 @@ Each variant is checked byte for byte (destination poisoned first) before it is 
 Host time per call (``host_us``): ``EC auto``, ``EC kernel`` and ``SM kernel, host tables``
 issued 10 at a time back to back (perf_counter, the device left to drain between samples),
 median of 3: the host work a swap costs the caller, against a bare upload and launch.
-Payload GB/s (one direction), median of ``--iters`` batches timed with CUDA events,
-variants taking turns in every round (the first one rotating). Batches: ``--total``
+Payload GB/s (one direction), median of ``--iters`` samples of ``--number`` batches timed
+with CUDA events, variants taking turns in every round (the first one rotating), each
+sample led in by one untimed call of the same variant (so no variant inherits the state
+another left: ``profile_ec_order.py`` shows that a swap issued right after host-bound
+work, such as the torch loop, pays a cold host on its first call). Single-batch latency
+(``single_us``): the same lead-in, the device drained, one batch timed. Batches: ``--total``
 bytes (default 256 MiB), and 64 MiB for blocks below 64 KiB (the per-block torch loop would take seconds).
 
     python benchmarks/bench_ec_engines.py --out DIR
@@ -174,21 +178,20 @@ def run_case(
         f()
     torch.cuda.synchronize()
     samples: dict[str, list[float]] = {k: [] for k in live}
-    single: dict[str, list[float]] = {k: [] for k in ("EC auto", "EC kernel") if k in live}
-    first: dict[str, list[float]] = {k: [] for k in single}
-    later: dict[str, list[float]] = {k: [] for k in single}
+    single: dict[str, list[float]] = {k: [] for k in SINGLE if k in live}
     names = list(live)
     for it in range(iters):
-        # each sample round starts with another variant (rotated), so no variant always
-        # runs first after the single-batch timings below
+        # each variant's sample is led in by one untimed call of its own: the host has just
+        # run that variant's code and the device queue holds its work, whichever variant
+        # came before (the torch per-block loop, host-bound, leaves the device idle and the
+        # host's caches full of other code: profile_ec_order.py); the first variant rotates
         for k in names[it % len(names) :] + names[: it % len(names)]:
+            live[k]()
             samples[k].append(_event_time(live[k], number))
-        order = list(single) if len(samples[next(iter(samples))]) % 2 else list(reversed(single))
-        for j, k in enumerate(order):  # alternate which goes first after the batches above
+        for k in list(single)[it % len(single) :] + list(single)[: it % len(single)]:
+            live[k]()  # the same lead-in, then the device drains: one batch's latency
             torch.cuda.synchronize()
-            t = _event_time(live[k], 1)
-            single[k].append(t)
-            (first if j == 0 else later)[k].append(t)
+            single[k].append(_event_time(live[k], 1))
     host_us: dict[str, float] = {}
     for k in ("EC auto", "EC kernel", "SM kernel, host tables"):
         if k in live:
@@ -240,8 +243,6 @@ def run_case(
         "median_ms": {k: statistics.median(v) * 1e3 for k, v in samples.items()},
         "single_GBps": {k: nbytes / statistics.median(v) / 1e9 for k, v in single.items()},
         "single_us": {k: statistics.median(v) * 1e6 for k, v in single.items()},
-        "single_us_when_first": {k: statistics.median(v) * 1e6 for k, v in first.items() if v},
-        "single_us_when_second": {k: statistics.median(v) * 1e6 for k, v in later.items() if v},
         "calls_per_sample": number,
         "host_us": host_us,
         "auto_engine": None if choice is None else choice.engine,
@@ -261,6 +262,9 @@ RIVALS = (
     "torch per-block loop",
 )
 """The engines a caller holding host descriptor tables could run instead (the target's rivals)."""
+
+SINGLE = ("EC auto", "EC kernel", "SM kernel, host tables", "SM kernel, tables ready")
+"""The variants whose single-batch latency is timed (device drained, host warm)."""
 
 COLS = [
     "EC auto",
@@ -328,20 +332,15 @@ def markdown(res: dict[str, Any]) -> str:
             k, v = h["EC kernel"], h["SM kernel, host tables"]
             out.append(f"| {r['direction']} | {_blk(r)} | {a} | {k:.1f} | {v:.1f} | {k / v:.2f} |")
     out += _heading(
-        "Single batches (device idle at the start, host work exposed), median us per batch:",
-        ["EC auto us", "EC kernel us", "auto - kernel us", "auto / kernel us, each timed first",
-         "auto / kernel us, each timed second"],
-        "|---|---|---:|---:|---:|---|---|",
-    )  # fmt: skip
+        "Single batches (each after an untimed call of its own, the device drained: the host\n"
+        "work exposed), median us per batch:",
+        [f"{c} us" for c in SINGLE],
+    )
     for r in res["rows"]:
         u = r.get("single_us", {})
-        if "EC auto" in u and "EC kernel" in u:
-            blk = _blk(r)
-            a, k = u["EC auto"], u["EC kernel"]
-            f1, f2 = r.get("single_us_when_first", {}), r.get("single_us_when_second", {})
-            w1 = " / ".join(f"{f1[c]:.1f}" for c in ("EC auto", "EC kernel") if c in f1)
-            w2 = " / ".join(f"{f2[c]:.1f}" for c in ("EC auto", "EC kernel") if c in f2)
-            out.append(f"| {r['direction']} | {blk} | {a:.1f} | {k:.1f} | {a - k:+.1f} | {w1} | {w2} |")
+        if u:
+            vals = " | ".join(f"{u[c]:.1f}" if c in u else "n/a" for c in SINGLE)
+            out.append(f"| {r['direction']} | {_blk(r)} | {vals} |")
     return "\n".join(out)
 
 

@@ -9,7 +9,8 @@ sleep, a torch per-block loop over the batch (host-bound: the device idles at it
 in ``bench_ec_engines`` when a variant follows it), or one of the timed swaps. Swaps:
 ``bufs.swap(n)`` (``auto``), ``path="kernel"``, the bare rival (one upload of the pinned
 host tables + ``batch_memcpy``) and ``ready`` (``batch_memcpy`` on device tables: no
-upload, no host path). Each of the 4 calls has its own pair of events and host clock
+upload, no host path); ``hostcols`` is an experiment: the same launch reading the three
+columns straight from pinned host memory (no upload; the GPU reads them over the bus). Each of the 4 calls has its own pair of events and host clock
 reads, so the first call after the work is told apart from the calls behind it.
 
 ``--trace FILE`` also writes a torch.profiler (Kineto) chrome trace of a few pairs, each
@@ -40,9 +41,10 @@ from benchmarks.bench_ec_engines import host_table_rival
 from devptr import DevicePtr
 from devptr.adapters.ec_connector import DescriptorBufferPool, calibrate_engines
 from devptr.kernels import batch_memcpy
+from devptr.kernels._memcpy import BYTE_CHUNK, _launch_segments
 
 BEFORE = ("none", "copy64M", "copy256M", "sleep1ms", "torchloop", "auto", "kernel", "rival")
-TIMED = ("auto", "kernel", "rival", "ready")
+TIMED = ("auto", "kernel", "rival", "ready", "hostcols")
 TRACED = (("copy256M", "auto"), ("copy256M", "rival"), ("sleep1ms", "auto"), ("auto", "auto"))
 """Pairs in the trace (the torch loop would fill it with 16,384 copies a sample)."""
 
@@ -85,6 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     hs, hd, hk = (np.ascontiguousarray(a) for a in bufs.numpy(n))
     rival = host_table_rival(hs, hd, hk, block, dev)
     ts, td, tk = (torch.from_numpy(a.view(np.int64)).to(dev).view(torch.uint64) for a in (hs, hd, hk))
+    pinned = torch.from_numpy(np.concatenate([hs, hd, hk]).view(np.int64)).pin_memory().view(torch.uint64)
+    hcols = tuple(pinned[j * n : (j + 1) * n] for j in range(3))
+    assert hcols[0].data_ptr() % 16 == 0
+
+    def hostcols() -> None:  # the private launcher: batch_memcpy refuses host tables
+        _launch_segments(*hcols, n, dev, lambda: block, block, None, None, BYTE_CHUNK, None)
+
     src_views, dst_views = [src[int(p)] for p in perm], [dst[i] for i in range(n)]
 
     def torchloop() -> None:
@@ -96,11 +105,17 @@ def main(argv: list[str] | None = None) -> int:
         "rival": rival,
         "ready": lambda: batch_memcpy(ts, td, tk, n, max_size=block),
         "torchloop": torchloop,
+        "hostcols": hostcols,
         "copy64M": lambda: dst.copy_(src),
         "copy256M": lambda: big_b.copy_(big_a),
         "sleep1ms": lambda: time.sleep(0.001),
         "none": lambda: None,
     }
+    for name in ("auto", "kernel", "rival", "ready", "hostcols"):
+        dst.fill_(0)
+        fns[name]()
+        torch.cuda.synchronize()
+        assert torch.equal(dst, src[torch.from_numpy(perm).to(dev)]), f"{name} copied wrong bytes"
     for f in fns.values():
         f()
     torch.cuda.synchronize()
