@@ -10,8 +10,9 @@ in ``bench_ec_engines`` when a variant follows it), or one of the timed swaps. S
 ``bufs.swap(n)`` (``auto``), ``path="kernel"``, the bare rival (one upload of the pinned
 host tables + ``batch_memcpy``) and ``ready`` (``batch_memcpy`` on device tables: no
 upload, no host path); ``hostcols`` is an experiment: the same launch reading the three
-columns straight from pinned host memory (no upload; the GPU reads them over the bus). Each of the 4 calls has its own pair of events and host clock
-reads, so the first call after the work is told apart from the calls behind it.
+columns straight from pinned host memory (no upload; the GPU reads them over the bus).
+Each of the 4 calls has its own pair of events and host clock reads, so the first call
+after the work is told apart from the calls behind it.
 
 ``--trace FILE`` also writes a torch.profiler (Kineto) chrome trace of a few pairs, each
 inside a ``record_function`` named ``before->timed``: where the host and the device spend
