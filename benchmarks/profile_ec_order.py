@@ -7,7 +7,8 @@ timed back to back between CUDA events (device us per batch) and on the host (ho
 call); median of 9. Work before: nothing, a 64 MiB or a 256 MiB ``copy_``, a 1 ms host
 sleep, a torch per-block loop over the batch (host-bound: the device idles at its end, as
 in ``bench_ec_engines`` when a variant follows it), or one of the timed swaps. Swaps:
-``bufs.swap(n)`` (``auto``), ``path="kernel"``, the bare rival (one upload of the pinned
+``bufs.swap(n)`` (``auto``), ``path="kernel"`` (a replayed graph from the second swap
+on), ``plain`` (``path="kernel"`` with ``swap_graphs(False)``), the bare rival (one upload of the pinned
 host tables + ``batch_memcpy``) and ``ready`` (``batch_memcpy`` on device tables: no
 upload, no host path); ``hostcols`` is an experiment: the same launch reading the three
 columns straight from pinned host memory (no upload; the GPU reads them over the bus).
@@ -38,14 +39,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _harness as H
-from benchmarks.bench_ec_engines import host_table_rival
+from benchmarks.bench_ec_engines import _without_graphs, host_table_rival
 from devptr import DevicePtr
 from devptr.adapters.ec_connector import DescriptorBufferPool, calibrate_engines
 from devptr.kernels import batch_memcpy
 from devptr.kernels._memcpy import BYTE_CHUNK, _launch_segments
 
 BEFORE = ("none", "copy64M", "copy256M", "sleep1ms", "torchloop", "auto", "kernel", "rival")
-TIMED = ("auto", "kernel", "rival", "ready", "hostcols")
+TIMED = ("auto", "kernel", "plain", "rival", "ready", "hostcols")
 TRACED = (("copy256M", "auto"), ("copy256M", "rival"), ("sleep1ms", "auto"), ("auto", "auto"))
 """Pairs in the trace (the torch loop would fill it with 16,384 copies a sample)."""
 
@@ -103,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     fns: dict[str, Callable[[], object]] = {
         "auto": lambda: bufs.swap(n),
         "kernel": lambda: bufs.swap(n, path="kernel"),
+        "plain": lambda: _without_graphs(lambda: bufs.swap(n, path="kernel")),
         "rival": rival,
         "ready": lambda: batch_memcpy(ts, td, tk, n, max_size=block),
         "torchloop": torchloop,
@@ -112,11 +114,12 @@ def main(argv: list[str] | None = None) -> int:
         "sleep1ms": lambda: time.sleep(0.001),
         "none": lambda: None,
     }
-    for name in ("auto", "kernel", "rival", "ready", "hostcols"):
-        dst.fill_(0)
-        fns[name]()
-        torch.cuda.synchronize()
-        assert torch.equal(dst, src[torch.from_numpy(perm).to(dev)]), f"{name} copied wrong bytes"
+    for name in TIMED:
+        for i in range(3):  # the graph's capture (2nd swap) and a replay (3rd) checked too
+            dst.fill_(0)
+            fns[name]()
+            torch.cuda.synchronize()
+            assert torch.equal(dst, src[torch.from_numpy(perm).to(dev)]), f"{name} call {i}: wrong bytes"
     for f in fns.values():
         f()
     torch.cuda.synchronize()

@@ -8,6 +8,8 @@ is a zero-copy alias of it; the device mirror is a separate allocation that
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TypeVar
 
 import numpy as np
@@ -142,7 +144,9 @@ class Storage:
         "_event_obj",
         "_h64",
         "_m64",
+        "_track",
         "_views",
+        "derived",
         "device",
         "host",
         "mirror",
@@ -156,6 +160,10 @@ class Storage:
     count stays the same: a step of an engine uploads the same rows every time)."""
     _views: dict[tuple[int, torch.dtype], torch.Tensor]
     """Mirror views of a table's rows per dtype (:meth:`mirror_rows`)."""
+    derived: dict[str, object]
+    """What a table built on this memory keeps for as long as the memory lives, by name
+    (the EC connector's captured swap graphs, which hold these addresses); dropped with
+    the storage, never copied by :meth:`clone`."""
 
     def __init__(
         self,
@@ -192,6 +200,8 @@ class Storage:
         self._async = self.pinned and self.device is not None and self.device.type != "cpu"
         self._cut = None
         self._views = {}
+        self._track = True
+        self.derived = {}
 
     def clone(self) -> Storage:
         """A new storage of the same shape, device and pinning holding a copy of this one."""
@@ -238,17 +248,32 @@ class Storage:
             cut = self._cut = (n, self._m64[:n], self._h64[:n])
         asynchronous = non_blocking and self._async
         cut[1].copy_(cut[2], non_blocking=asynchronous)
-        if asynchronous:
-            ev = self._event_obj
+        if asynchronous and self._track:
+            self.note_async_read()
+
+    def note_async_read(self) -> None:
+        """Mark that work on the current stream reads the host memory (an asynchronous
+        upload, or a replayed graph holding one): the next host write waits for it."""
+        ev = self._event_obj
+        if ev is None:
+            assert self.device is not None  # only tables with a mirror copy asynchronously
+            ev = _event(self.device)
             if ev is None:
-                assert self.device is not None  # _async implies a mirror
-                ev = _event(self.device)
-                if ev is None:
-                    torch.accelerator.synchronize()
-                    return
-                self._event_obj = ev
-            ev.record()
-            self._event = ev
+                torch.accelerator.synchronize()
+                return
+            self._event_obj = ev
+        ev.record()
+        self._event = ev
+
+    @contextlib.contextmanager
+    def untracked(self) -> Iterator[None]:
+        """Uploads inside the block leave no event behind (they are being captured into a
+        graph, not run; the replay calls :meth:`note_async_read`)."""
+        self._track = False
+        try:
+            yield
+        finally:
+            self._track = True
 
     def mirror_rows(self, rows: int, dtype: torch.dtype) -> torch.Tensor:
         """The mirror's first ``rows`` rows as ``dtype`` (made once per rows and dtype).

@@ -43,6 +43,17 @@ for step in range(2):
     assert all(torch.equal(loaded[k], outs[k]) for k in outs), f"worker step {step}"
     assert worker.build_connector_worker_meta() is not None
 assert pool.allocated == 2, pool.allocated
+
+# a shape swapped again on the CPU launches again: graphs are a CUDA path only
+b = pool.acquire(24)
+b.add_copies(0, ptr_tensor(srcs).view(torch.uint64), ptr_tensor(dsts).view(torch.uint64), sizes.numpy().astype(np.uint64))
+for _ in range(3):
+    for d in dsts:
+        d.zero_()
+    b.swap(24, path="kernel")
+    assert all(torch.equal(a, c) for a, c in zip(srcs, dsts)), "repeated swap"
+assert b._live().derived == {}, b._live().derived
+pool.release(b)
 print("ok")
 """
 

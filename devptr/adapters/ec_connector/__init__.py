@@ -13,7 +13,8 @@ registry of platform ops and a portable path, and a worker-level save/load flow.
   else the portable path: on CUDA the SM kernel (``devptr.kernels.batch_memcpy``) or the
   copy engines (one ``cudaMemcpyBatchAsync``), chosen per batch from crossovers measured
   on the device (:func:`calibrate_engines`, :func:`last_engine_choice`); the SM kernel on
-  other devices; ``ctypes.memmove`` on the CPU.
+  other devices; ``ctypes.memmove`` on the CPU. A batch shape swapped again on the SM
+  kernel replays its upload and launch as one CUDA graph (:func:`swap_graphs`).
 - :class:`ECCPUWorker`: encoder outputs <-> a host block region, one batched copy per
   step and direction.
 
@@ -24,6 +25,7 @@ from devptr.adapters.ec_connector._descriptors import DescriptorBufferPool, Desc
 from devptr.adapters.ec_connector._engines import Crossovers, EngineChoice
 from devptr.adapters.ec_connector._engines import calibrate as calibrate_engines
 from devptr.adapters.ec_connector._engines import last_choice as last_engine_choice
+from devptr.adapters.ec_connector._graphs import swap_graphs
 from devptr.adapters.ec_connector._swap import (
     SwapOp,
     SwapPath,
@@ -51,6 +53,7 @@ __all__ = [
     "last_engine_choice",
     "register_swap_op",
     "swap_blocks_batch",
+    "swap_graphs",
     "swap_op_for",
     "unregister_swap_op",
 ]

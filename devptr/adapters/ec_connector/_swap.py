@@ -50,10 +50,10 @@ from devptr import (
     UnknownBackendError,
     encoding_for,
 )
-from devptr._core_api import ADDR_LIMIT, SIGN_BIT, U64, U64Array, describe, resolve_device
-from devptr.adapters.ec_connector import _engines
+from devptr._core_api import ADDR_LIMIT, SIGN_BIT, U64, Storage, U64Array, describe, resolve_device
+from devptr.adapters.ec_connector import _engines, _graphs
 from devptr.adapters.ec_connector._checks import check_extent, default_device
-from devptr.adapters.ec_connector._engines import kernel_copy, table_copy
+from devptr.adapters.ec_connector._engines import kernel_copy
 
 SwapOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], None]
 """``fn(src, dst, sizes, is_src_access_order_any)``: host tensors of equal length, in the
@@ -83,6 +83,7 @@ class Descriptors(Protocol):
     def _batch_facts(self, n: int) -> BatchFacts: ...
     def _np_views(self, n: int) -> tuple[U64Array, U64Array, U64Array]: ...
     def _device_columns(self, n: int) -> Views: ...
+    def _live(self) -> Storage: ...
 
 
 _lock = threading.Lock()
@@ -413,8 +414,9 @@ def swap_buffers(
     The tables are validated when ``add_*`` store them (``bufs._batch_facts``: no scan
     here unless the handle is unchecked). The ``kernel`` path uses the buffers' device
     mirror (one copy of the descriptors, after which the next write to ``bufs`` waits for
-    that copy) and launches without ``batch_memcpy``'s table checks (:func:`table_copy`:
-    the adapter built those tables).
+    that copy) and launches without ``batch_memcpy``'s table checks (the adapter built
+    those tables); on CUDA, from a batch shape's second swap on, the upload and launch
+    are one replayed CUDA graph (:mod:`devptr.adapters.ec_connector._graphs`).
     """
     count = _check_n(n, bufs.capacity)
     facts = bufs._batch_facts(count)
@@ -437,5 +439,4 @@ def swap_buffers(
     if chosen == "host":
         host_copy(s, d, k)
     else:  # the mirror (the host columns on the CPU, where the interpreter reads them)
-        ds, dd, dk = bufs._device_columns(count)
-        table_copy(ds, dd, dk, count, facts.top)
+        _graphs.launch(bufs, count, facts.top, bufs._on_cuda)
