@@ -24,12 +24,13 @@ slot ``i`` (one descriptor per block). Compared in the same run, on the same blo
 - ``contiguous``: one ``copy_`` of the whole batch (the ceiling for these bytes).
 
 Each variant is checked byte for byte (destination poisoned first) before it is timed.
-Host time per call (``host_us``): ``EC auto``, ``EC kernel`` and ``SM kernel, host tables``
-issued 10 at a time back to back (perf_counter, the device left to drain between samples),
-median of 3: the host work a swap costs the caller, against a bare upload and launch.
+Host time per call (``host_us``): ``EC auto``, ``EC kernel`` (with and without graphs) and
+``SM kernel, host tables`` issued 10 at a time back to back (perf_counter, the device left
+to drain between samples), median of 3: the host work a swap costs the caller, against a
+bare upload and launch.
 Payload GB/s (one direction), median of ``--iters`` samples of ``--number`` batches timed
-with CUDA events, variants taking turns in every round (the first one rotating), each
-sample led in by one untimed call of the same variant (so no variant inherits the state
+with CUDA events, variants taking turns in every round (a new random order each round),
+each sample led in by one untimed call of the same variant (so no variant inherits the state
 another left: ``profile_ec_order.py`` shows that a swap issued right after host-bound
 work, such as the torch loop, pays a cold host on its first call). Single-batch latency
 (``single_us``): the same lead-in, the device drained, one batch timed. Batches: ``--total``
@@ -196,12 +197,15 @@ def run_case(
     samples: dict[str, list[float]] = {k: [] for k in live}
     single: dict[str, list[float]] = {k: [] for k in SINGLE if k in live}
     names = list(live)
+    order_rng = np.random.default_rng(block)
     for it in range(iters):
         # each variant's sample is led in by one untimed call of its own: the host has just
         # run that variant's code and the device queue holds its work, whichever variant
         # came before (the torch per-block loop, host-bound, leaves the device idle and the
-        # host's caches full of other code: profile_ec_order.py); the first variant rotates
-        for k in names[it % len(names) :] + names[: it % len(names)]:
+        # host's caches full of other code: profile_ec_order.py); the order is shuffled
+        # every round, so no variant always follows the same one (a rotation keeps each
+        # one's predecessor: EC auto always ran after the contiguous copy)
+        for k in [names[i] for i in order_rng.permutation(len(names))]:
             live[k]()
             samples[k].append(_event_time(live[k], number))
         for k in list(single)[it % len(single) :] + list(single)[: it % len(single)]:
