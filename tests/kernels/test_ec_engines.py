@@ -185,6 +185,26 @@ def test_calibration_measures_every_direction_and_auto_follows_it() -> None:
     assert best is not None and best[0] == choice.engine
 
 
+@pytest.mark.gpu
+@pytest.mark.usefixtures("portable")
+def test_calibration_times_contested_block_sizes_again_on_larger_batches() -> None:
+    blocks = (4 * KIB, 1024 * KIB)
+    cross = calibrate_engines("cuda", block_sizes=blocks, total=8 << 20, repeat=1, large_total=32 << 20)
+    assert (cross.total, cross.large_total) == (8 << 20, 32 << 20)
+    for direc, table in cross.rates.items():
+        for block, row in table.items():
+            again = cross.large.get(direc, {}).get(block)
+            assert (again is not None) == E.contested(row), (direc, block, row)
+            if again is not None:
+                assert set(again) == set(row) and all(v > 0 for v in again.values())
+                best = cross.best(direc, block, 64 << 20)
+                assert best is not None and "fitted at this batch's 64.0 MiB" in best[2]
+    # 1 MiB blocks over PCIe: the kernel and the copy engines are close on any H100/H200
+    assert any(1024 * KIB in t for t in cross.large.values()), cross.rates
+    none = calibrate_engines("cuda", block_sizes=(1024 * KIB,), total=8 << 20, repeat=1, large_total=None)
+    assert none.large == {} and none.large_total == 0
+
+
 class _Runtime:
     """The CUDA runtime's two copy calls, recorded (the filter before them is under test)."""
 
@@ -294,3 +314,69 @@ def test_copy_engines_on_several_streams_copy_exactly(direction: str, streams: i
         _swap_and_check(direction, "auto", seed=streams)
     choice = last_engine_choice()
     assert choice is not None and (choice.engine, choice.streams) == ("copy_engine", streams)
+
+
+MIB = 1024 * KIB
+
+
+def _contested_table() -> Crossovers:
+    """D2H at 64 KiB as an H200 measured it (06:33 UTC run): the kernel ahead on 32 MiB
+    batches, the copy engines ahead on 128 MiB ones (their fixed cost per batch)."""
+    c = Crossovers("test device", total=32 * MIB, large_total=128 * MIB)
+    c.rates["D2H"] = {
+        4 * KIB: {"kernel": 51.8, "copy_engine": 9.3},
+        64 * KIB: {"kernel": 51.7, "copy_engine": 50.1, "copy_engine x4": 50.8},
+    }
+    c.large["D2H"] = {64 * KIB: {"kernel": 52.0, "copy_engine": 53.0, "copy_engine x4": 54.0}}
+    return c
+
+
+@pytest.mark.parametrize(
+    ("total", "engine", "streams"),
+    [
+        (8 * MIB, "kernel", 1),  # smaller batches: the copy engines' fixed cost weighs more
+        (32 * MIB, "kernel", 1),  # the measured batch size: the measured winner
+        (None, "kernel", 1),  # no size given: the calibration's own
+        (128 * MIB, "copy_engine", 4),
+        (256 * MIB, "copy_engine", 4),
+    ],
+)
+def test_a_contested_block_size_is_decided_at_the_batch_s_own_bytes(
+    total: int | None, engine: str, streams: int
+) -> None:
+    best = _contested_table().best("D2H", 64 * KIB, total)
+    assert best is not None
+    assert (best[0], best[3]) == (engine, streams)
+    assert "fitted at this batch's" in best[2] and "128 MiB" in best[2]
+
+
+def test_an_uncontested_block_size_keeps_its_measured_winner_at_any_size() -> None:
+    table = _contested_table()
+    for total in (1 * MIB, 32 * MIB, 1024 * MIB):
+        best = table.best("D2H", 4 * KIB, total)
+        assert best is not None and best[0] == "kernel" and "fitted" not in best[2]
+
+
+def test_the_fitted_rate_passes_through_both_measurements_and_stays_finite() -> None:
+    for small, large in ((50.0, 55.0), (52.0, 52.5), (30.0, 50.0)):
+        assert E.fitted_rate(small, large, 32 * MIB, 128 * MIB, 32 * MIB) == pytest.approx(small)
+        assert E.fitted_rate(small, large, 32 * MIB, 128 * MIB, 128 * MIB) == pytest.approx(large)
+        assert small <= E.fitted_rate(small, large, 32 * MIB, 128 * MIB, 64 * MIB) <= large
+        assert E.fitted_rate(small, large, 32 * MIB, 128 * MIB, 1 << 40) <= large * 1.5
+    # a rate that falls with the batch (noise, contention): the larger batch's rate, never more
+    assert E.fitted_rate(55.0, 50.0, 32 * MIB, 128 * MIB, 1024 * MIB) == 50.0
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"kernel": 51.7, "copy_engine": 50.1, "copy_engine x4": 50.8}, True),
+        ({"kernel": 50.0, "copy_engine": 54.0}, True),
+        ({"kernel": 51.8, "copy_engine": 9.3}, False),
+        ({"kernel": 1300.0, "copy_engine": 800.0}, False),
+        ({"kernel": 50.0}, False),
+        ({"copy_engine": 50.0}, False),
+    ],
+)
+def test_contested_cells(row: dict[str, float], expected: bool) -> None:
+    assert E.contested(row) is expected

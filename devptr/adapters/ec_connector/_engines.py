@@ -65,6 +65,12 @@ CALIBRATION_BLOCKS: tuple[int, ...] = (4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, 1
 """Block sizes :func:`calibrate` times by default."""
 CALIBRATION_BYTES = 32 * 1024 * KIB
 """Bytes per timed batch in :func:`calibrate`."""
+CALIBRATION_LARGE_BYTES = 4 * CALIBRATION_BYTES
+"""Bytes per timed batch where :func:`calibrate` times a contested block size again."""
+CONTESTED = 0.10
+"""Engines whose rates at a block size differ by at most this share of the faster are
+*contested* there: :func:`calibrate` times them on a second, larger batch, and
+:func:`choose` compares them at the batch's own bytes."""
 CALIBRATION_BATCHES = 4
 """Batches :func:`calibrate` runs back to back per timed sample (the steady state of a loop)."""
 CALIBRATION_STREAMS: tuple[int, ...] = (2, 4)
@@ -232,38 +238,89 @@ class Crossovers:
     fractions: dict[str, dict[int, float]] = dataclasses.field(default_factory=dict)
     """``split``'s copy-engine share per direction and block size."""
     notes: list[str] = dataclasses.field(default_factory=list)
-    _memo: dict[tuple[str, int], tuple[Engine, float, str, int] | None] = dataclasses.field(
+    total: int = CALIBRATION_BYTES
+    """The bytes of each batch behind :attr:`rates`."""
+    large: dict[str, dict[int, dict[str, float]]] = dataclasses.field(default_factory=dict)
+    """The contested block sizes (:data:`CONTESTED`) timed again on batches of
+    :attr:`large_total` bytes: GB/s per direction, block size and engine."""
+    large_total: int = 0
+    """The bytes of each batch behind :attr:`large` (0: none timed)."""
+    _memo: dict[tuple[str, int, int], tuple[Engine, float, str, int] | None] = dataclasses.field(
         default_factory=dict, repr=False, compare=False
     )
-    _picked: dict[tuple[int, int, int], EngineChoice] = dataclasses.field(
+    _picked: dict[tuple[int, int, int, int], EngineChoice] = dataclasses.field(
         default_factory=dict, repr=False, compare=False
     )
-    """:func:`choose`'s choices from these rates, by source and destination granule and
-    block size."""
+    """:func:`choose`'s choices from these rates, by source and destination granule, block
+    size and batch size class."""
 
-    def best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str, int] | None:
+    def best(
+        self, direction: str, block_bytes: int, total: int | None = None
+    ) -> tuple[Engine, float, str, int] | None:
         """The fastest engine at the measured block size nearest to ``block_bytes``:
-        ``(engine, split fraction, reason, streams)`` (remembered per direction and block size)."""
-        key = (direction, block_bytes)
+        ``(engine, split fraction, reason, streams)``.
+
+        Where that block size was contested and timed at two batch sizes, the engines are
+        compared at ``total`` (the batch's bytes; None: :attr:`total`), each one's time
+        taken as a fixed cost per batch plus a cost per byte fitted to its two
+        measurements. Remembered per direction, block size and power of two of ``total``.
+        """
+        key = (direction, block_bytes, (self.total if total is None else total).bit_length())
         hit = self._memo.get(key)
         if hit is None:
             if len(self._memo) >= 256:
                 self._memo.clear()
-            hit = self._memo[key] = self._best(direction, block_bytes)
+            hit = self._memo[key] = self._best(direction, block_bytes, total)
         return hit
 
-    def _best(self, direction: str, block_bytes: int) -> tuple[Engine, float, str, int] | None:
+    def _best(
+        self, direction: str, block_bytes: int, total: int | None
+    ) -> tuple[Engine, float, str, int] | None:
         table = self.rates.get(direction)
         if not table:
             return None
         size = min(table, key=lambda b: abs(math.log2(b) - math.log2(max(block_bytes, 1))))
         row = table[size]
+        shown = ", ".join(f"{e} {v:.1f}" for e, v in sorted(row.items()))
+        why = f"measured at {size // KIB} KiB blocks on {self.device}: {shown} GB/s"
+        big = self.large.get(direction, {}).get(size)
+        if big and self.large_total > self.total:
+            at = self.total if total is None else max(int(total), 1)
+            row = {e: fitted_rate(row[e], big[e], self.total, self.large_total, at) for e in row if e in big}
+            again = ", ".join(f"{e} {v:.1f}" for e, v in sorted(big.items()))
+            fit = ", ".join(f"{e} {v:.1f}" for e, v in sorted(row.items()))
+            why += (
+                f" on {self.total >> 20} MiB batches; {again} GB/s on {self.large_total >> 20} MiB;"
+                f" fitted at this batch's {at / (1 << 20):.1f} MiB: {fit} GB/s"
+            )
         key = max(row, key=lambda e: row[e])
         engine, streams = engine_key(key)
         frac = self.fractions.get(direction, {}).get(size, 0.0) if engine == "split" else 0.0
-        shown = ", ".join(f"{e} {v:.1f}" for e, v in sorted(row.items()))
-        why = f"measured at {size // KIB} KiB blocks on {self.device}: {shown} GB/s"
         return engine, frac, why, streams
+
+
+def fitted_rate(small: float, large: float, small_total: int, large_total: int, total: int) -> float:
+    """An engine's rate (GB/s) on a batch of ``total`` bytes, from its rates on batches of
+    ``small_total`` and ``large_total`` bytes: its time taken as ``fixed + bytes / peak``
+    through the two measurements (a fixed cost below 0 is read as none, a rate that falls
+    with the batch's size as the larger batch's rate)."""
+    t_small, t_large = small_total / small, large_total / large
+    if large <= small or t_large <= t_small:
+        return large
+    peak = (large_total - small_total) / (t_large - t_small)
+    fixed = max(0.0, t_small - small_total / peak)
+    return total / (fixed + total / peak)
+
+
+def contested(row: dict[str, float]) -> bool:
+    """Whether the fastest engine of a measured ``row`` is within :data:`CONTESTED` of the
+    fastest engine of the other kind (SM kernel against copy engines and split)."""
+    kernel = row.get("kernel")
+    others = [v for e, v in row.items() if e != "kernel"]
+    if kernel is None or not others:
+        return False
+    other = max(others)
+    return abs(other - kernel) <= CONTESTED * max(other, kernel)
 
 
 def engine_key(key: str) -> tuple[Engine, int]:
@@ -496,6 +553,7 @@ def calibrate(
     repeat: int = 3,
     streams: Sequence[int] = CALIBRATION_STREAMS,
     batches: int = CALIBRATION_BATCHES,
+    large_total: int | None = CALIBRATION_LARGE_BYTES,
 ) -> Crossovers:
     """Time the SM kernel and the copy engines on scratch buffers of ``device``; keep the result.
 
@@ -510,21 +568,30 @@ def calibrate(
     side stream (CUDA events; the median counts): the SM kernel, the copy engines on one
     stream and on each of ``streams`` streams (row keys ``"copy_engine x2"`` ...), and
     ``split`` (the last two only where the copy engines on one stream reach half the SM
-    kernel's rate: elsewhere they cannot win). Synchronises the device; allocates
-    ``total`` bytes of device memory (twice) and of pinned host memory (once), freed on
-    return. Call it outside CUDA-graph capture; :func:`choose` calls it on first use.
+    kernel's rate: elsewhere they cannot win). Where the SM kernel and the best of the other
+    engines are within :data:`CONTESTED` of each other (*contested*), the block size is
+    timed again on batches of ``large_total`` bytes (None or not above ``total``: not
+    done), and :func:`choose` compares the engines at each batch's own bytes
+    (:meth:`Crossovers.best`): the copy engines' fixed cost per batch makes their rate
+    grow with the batch where the kernel's barely moves (on an H200 at 64 KiB D2H blocks,
+    copy engines 49.3-50.8 GB/s on 32 MiB batches and 55.3 on 256 MiB ones, the kernel
+    51.7 and 52.4). Synchronises the device; allocates the larger of ``total`` and
+    ``large_total`` bytes of device memory (twice) and of pinned host memory (once), freed
+    on return. Call it outside CUDA-graph capture; :func:`choose` calls it on first use.
     """
     dev = torch.device("cuda") if device is None else torch.device(device)
     if dev.type != "cuda":
         raise StateError(f"calibrate needs a CUDA device (got {dev})")
     dev = torch.device("cuda", _index(dev))
-    result = Crossovers(torch.cuda.get_device_name(dev))
+    large = int(large_total) if large_total is not None and large_total > total else 0
+    result = Crossovers(torch.cuda.get_device_name(dev), total=total, large_total=large)
     ce = copy_engine_name()
     side = _cuda.Stream(dev)
+    room = max(total, large)
     with torch.cuda.device(dev), torch.cuda.stream(side):
-        a = torch.empty(total, dtype=torch.uint8, device=dev)
-        b = torch.empty(total, dtype=torch.uint8, device=dev)
-        h = torch.empty(total, dtype=torch.uint8, pin_memory=True)
+        a = torch.empty(room, dtype=torch.uint8, device=dev)
+        b = torch.empty(room, dtype=torch.uint8, device=dev)
+        h = torch.empty(room, dtype=torch.uint8, pin_memory=True)
         ends = {"H": h, "D": a}
         for direc in directions:
             src_mem = ends[direc[0]]
@@ -532,28 +599,53 @@ def calibrate(
             if src_mem is dst_mem:
                 continue
             table: dict[int, dict[str, float]] = {}
+            again: dict[int, dict[str, float]] = {}
             fracs: dict[int, float] = {}
+            cell = functools.partial(
+                _measure_cell, src_mem, dst_mem, dev, ce, repeat, direc, result.notes, streams,
+                max(1, int(batches)),
+            )  # fmt: skip
             for bs in block_sizes:
-                n = max(1, total // bs)
-                perm = np.random.default_rng(bs).permutation(n)
-                s = addresses(DevicePtr.of(src_mem), perm, bs)
-                d = addresses(DevicePtr.of(dst_mem), np.arange(n), bs)
-                k = np.full(n, bs, dtype=U64)
-                row, frac = _measure(
-                    s, d, k, dev, ce, repeat, direc != "D2D", result.notes, f"{direc} {bs} B", streams,
-                    max(1, int(batches)),
-                )  # fmt: skip
+                row, frac = cell(bs, total)
                 if "split" in row:
                     fracs[bs] = frac
                 if row:
                     table[bs] = row
+                if large and contested(row):
+                    again[bs] = cell(bs, large)[0]
             result.rates[direc] = table
             result.fractions[direc] = fracs
+            if again:
+                result.large[direc] = again
         side.synchronize()
         del a, b, h
     _crossovers[_index(dev)] = result
     LOG.debug("EC engine crossovers for %s: %s", result.device, result.rates)
     return result
+
+
+def _measure_cell(
+    src_mem: torch.Tensor,
+    dst_mem: torch.Tensor,
+    dev: torch.device,
+    ce: Engine,
+    repeat: int,
+    direc: str,
+    notes: list[str],
+    streams: Sequence[int],
+    batches: int,
+    block: int,
+    nbytes: int,
+) -> tuple[dict[str, float], float]:
+    """:func:`_measure` on one batch of ``nbytes`` in ``block``-byte blocks from
+    ``src_mem`` (block ``perm[i]``) to ``dst_mem`` (block ``i``)."""
+    n = max(1, nbytes // block)
+    perm = np.random.default_rng(block).permutation(n)
+    s = addresses(DevicePtr.of(src_mem), perm, block)
+    d = addresses(DevicePtr.of(dst_mem), np.arange(n), block)
+    k = np.full(n, block, dtype=U64)
+    what = f"{direc} {block} B x {n}"
+    return _measure(s, d, k, dev, ce, repeat, direc != "D2D", notes, what, streams, batches)
 
 
 def _measure(
@@ -656,7 +748,7 @@ def choose(
     first = 0 if sizes[0] else int(np.argmax(sizes != 0))
     src0, dst0 = int(src[first]), int(dst[first])
     table = crossovers(device)
-    key = (src0 >> _GRANULE, dst0 >> _GRANULE, block)
+    key = (src0 >> _GRANULE, dst0 >> _GRANULE, block, total.bit_length())
     hit = table._picked.get(key) if table is not None else None
     if hit is not None and hit.engine == "kernel":  # capturable as it is: no capture check
         return record(hit)
@@ -670,7 +762,7 @@ def choose(
     direc = direction(rt, src0, dst0)
     if table is None:
         table = calibrate(device)
-    best = table.best(direc, block)
+    best = table.best(direc, block, total)
     if best is None:
         return record(EngineChoice("kernel", direc, block, f"no measurement for {direc}"))
     if len(table._picked) >= 4096:
@@ -683,7 +775,9 @@ __all__ = [
     "CALIBRATION_BATCHES",
     "CALIBRATION_BLOCKS",
     "CALIBRATION_BYTES",
+    "CALIBRATION_LARGE_BYTES",
     "CALIBRATION_STREAMS",
+    "CONTESTED",
     "Crossovers",
     "CudaRuntime",
     "Engine",
