@@ -312,13 +312,20 @@ def _heading(intro: str, columns: list[str], align: str | None = None) -> list[s
     return ["", *intro.splitlines(), "", "| direction | block | " + " | ".join(columns) + " |", rule]
 
 
+def _again(res: dict[str, Any]) -> str:
+    """Which contested cells the calibration timed again, and on what batches."""
+    cells = [f"{d} {int(b) // KIB} KiB" for d, t in res.get("crossovers_large", {}).items() for b in t]
+    big = res.get("calibration_batches", {}).get("large_total", 0) >> 20
+    return f"contested cells timed again on {big} MiB batches: {', '.join(cells) or 'none'}"
+
+
 def markdown(res: dict[str, Any]) -> str:
     out = [
         f"- command: `{res['meta']['command']}`",
         f"- date: {res['meta']['date']}",
         f"- machine: {res['meta']['machine']}",
         f"- CUDA runtime: {res['runtime']}",
-        f"- calibration: {res['calibration_s']:.2f} s; notes: {res['calibration_notes']}",
+        f"- calibration: {res['calibration_s']:.2f} s; notes: {res['calibration_notes']}; {_again(res)}",
         f"- GB/s: payload / median time per batch, {res['rows'][0]['calls_per_sample']} batches back to back "
         "per sample (single-batch figures in the JSON)",
         "",
@@ -411,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         cross = calibrate_engines(device)
         res["calibration_s"] = time.perf_counter() - t0
         res["crossovers"] = {d: {str(b): v for b, v in t.items()} for d, t in cross.rates.items()}
+        res["crossovers_large"] = {d: {str(b): v for b, v in t.items()} for d, t in cross.large.items()}
+        res["calibration_batches"] = {"total": cross.total, "large_total": cross.large_total}
         res["calibration_notes"] = cross.notes
         res["split_fractions"] = {d: {str(b): v for b, v in t.items()} for d, t in cross.fractions.items()}
         big = args.total
