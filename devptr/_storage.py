@@ -251,9 +251,15 @@ class Storage:
         if asynchronous and self._track:
             self.note_async_read()
 
-    def note_async_read(self) -> None:
+    def note_async_read(self, done: torch.Event | None = None) -> None:
         """Mark that work on the current stream reads the host memory (an asynchronous
-        upload, or a replayed graph holding one): the next host write waits for it."""
+        upload, or a replayed graph holding one): the next host write waits for it.
+
+        ``done``: an event that work records itself once it has read the memory (a graph's
+        event-record node after its upload), waited for instead of one recorded here."""
+        if done is not None:
+            self._event = done
+            return
         ev = self._event_obj
         if ev is None:
             assert self.device is not None  # only tables with a mirror copy asynchronously

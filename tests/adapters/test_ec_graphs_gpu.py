@@ -40,13 +40,15 @@ def portable() -> Iterator[None]:
 def _graphs_of(b: DescriptorBuffers) -> list[object]:
     kept = b._live().derived.get("ec_swap_graphs", {})
     assert isinstance(kept, dict)
-    return [v for v in kept.values() if isinstance(v, torch.cuda.CUDAGraph)]
+    return [v for v in kept.values() if isinstance(v, _graphs.Captured)]
 
 
-def _fill(b: DescriptorBuffers, src: torch.Tensor, dst: torch.Tensor, perm: np.ndarray, n: int) -> None:
+def _fill(
+    b: DescriptorBuffers, src: torch.Tensor, dst: torch.Tensor, perm: np.ndarray, n: int, block: int = BLOCK
+) -> None:
     b.add_strided_copies(
         0, DevicePtr.of(src), perm[:n].astype(np.uint64), DevicePtr.of(dst), np.arange(n, dtype=np.uint64),
-        BLOCK, np.full(n, BLOCK, dtype=np.uint64),
+        block, np.full(n, block, dtype=np.uint64),
     )  # fmt: skip
 
 
@@ -85,6 +87,52 @@ def test_host_writes_right_after_a_replay_wait_for_its_upload() -> None:
     for i, (dst, perm) in enumerate(zip(dsts, perms, strict=True)):
         assert torch.equal(dst, src[torch.from_numpy(perm).cuda()]), i
     pool.release(b)
+
+
+def test_a_host_write_waits_for_a_delayed_replay_s_upload_and_not_for_its_copies() -> None:
+    """The replay sits behind a long device sleep, so its upload has not run when the
+    host rewrites the descriptors: the write must wait for the upload (else the first
+    swap would copy with the new descriptors), and only for it (the graph's event-record
+    node after the upload, not an event after the whole swap)."""
+    n = 1024
+    src = torch.randint(0, 256, (n, BLOCK), dtype=torch.uint8, device="cuda")
+    first, second = torch.zeros_like(src), torch.zeros_like(src)
+    pool = DescriptorBufferPool("cuda")
+    b = pool.acquire(n)
+    p1, p2 = np.random.default_rng(7).permutation(n), np.random.default_rng(8).permutation(n)
+    _fill(b, src, first, p1, n)
+    for _ in range(3):  # capture, then replay
+        b.swap(n, path="kernel")
+    torch.cuda.synchronize()
+    assert len(_graphs_of(b)) == 1
+    first.zero_()
+    torch.cuda._sleep(200_000_000)  # about 0.1 s of device time before the replay
+    b.swap(n, path="kernel")
+    _fill(b, src, second, p2, n)  # waits for the replay's upload
+    b.swap(n, path="kernel")
+    torch.cuda.synchronize()
+    assert torch.equal(first, src[torch.from_numpy(p1).cuda()])
+    assert torch.equal(second, src[torch.from_numpy(p2).cuda()])
+    # the wait ends at the upload: 1,024 blocks of 1 MiB (about 0.5 ms of copies behind a
+    # 24 KiB upload), so the swap is still copying when the write has returned
+    big, mib = 1024, 1 << 20
+    src2 = torch.randint(0, 256, (big, mib), dtype=torch.uint8, device="cuda")
+    dst2 = torch.zeros_like(src2)
+    b2 = pool.acquire(big)
+    perm = np.random.default_rng(9).permutation(big)
+    _fill(b2, src2, dst2, perm, big, mib)
+    for _ in range(3):
+        b2.swap(big, path="kernel")
+    torch.cuda.synchronize()
+    swapped = torch.cuda.Event()
+    b2.swap(big, path="kernel")
+    swapped.record()
+    _fill(b2, src2, dst2, perm, big, mib)
+    assert not swapped.query(), "the host write waited for the copies, not for the upload"
+    torch.cuda.synchronize()
+    assert torch.equal(dst2, src2[torch.from_numpy(perm).cuda()])
+    pool.release(b)
+    pool.release(b2)
 
 
 def test_graphs_follow_the_storage_and_its_capacity_across_hand_overs() -> None:

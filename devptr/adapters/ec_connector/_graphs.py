@@ -23,16 +23,18 @@ runs, so new descriptors need no new graph.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from typing import Protocol
+from typing import Any, Protocol, TypeAlias
 
 import torch
 
 from devptr import PtrTypeError
 from devptr._core_api import Storage, describe
 from devptr._core_api import checked_registry as _checked
-from devptr.adapters.ec_connector import _engines
 from devptr.adapters.ec_connector._engines import table_copy
+
+_cuda: Any = torch.cuda  # its Stream is untyped on some torch releases
 
 PER_STORAGE = 4
 """Batch shapes whose graphs one descriptor storage keeps."""
@@ -41,7 +43,6 @@ _SLOT = "ec_swap_graphs"
 _SEEN = 1  # a shape swapped once, not captured yet
 _FAILED = 0  # a shape whose capture failed: always the normal launch
 
-Entry = torch.cuda.CUDAGraph | int
 
 
 class Kernelled(Protocol):
@@ -55,6 +56,23 @@ class Kernelled(Protocol):
 
 class _State:
     enabled = True
+
+
+_local = threading.local()
+
+
+def _capture_stream(device: torch.device) -> torch.cuda.Stream:
+    """This thread's stream for captures on ``device``: a capture joins whatever else is
+    issued to its stream meanwhile, so it must be a stream no other thread (nor the copy
+    engines' side streams) uses."""
+    streams: dict[int, torch.cuda.Stream] | None = getattr(_local, "streams", None)
+    if streams is None:
+        streams = _local.streams = {}
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    side = streams.get(index)
+    if side is None:
+        side = streams[index] = _cuda.Stream(torch.device("cuda", index))
+    return side
 
 
 def swap_graphs(enabled: bool | None = None) -> bool:
@@ -84,10 +102,9 @@ def launch(bufs: Kernelled, n: int, top: int, cuda: bool) -> bool:
     assert isinstance(graphs, OrderedDict)
     key = (bufs.capacity, n, top)
     hit: Entry | None = graphs.get(key)
-    if isinstance(hit, torch.cuda.CUDAGraph):
+    if isinstance(hit, Captured):
         graphs.move_to_end(key)
-        hit.replay()
-        st.note_async_read()
+        hit.replay(st)
         return True
     if hit == _FAILED:
         _plain(bufs, n, top)
@@ -96,18 +113,39 @@ def launch(bufs: Kernelled, n: int, top: int, cuda: bool) -> bool:
         _plain(bufs, n, top)
         _put(graphs, key, _SEEN)
         return False
-    graph = _capture(bufs, st, n, top)
-    _put(graphs, key, _FAILED if graph is None else graph)
-    if graph is None:
+    captured = _capture(bufs, st, n, top)
+    _put(graphs, key, _FAILED if captured is None else captured)
+    if captured is None:
         _plain(bufs, n, top)
         return False
-    graph.replay()
-    st.note_async_read()
+    captured.replay(st)
     return True
 
 
-def _plain(bufs: Kernelled, n: int, top: int) -> None:
+class Captured:
+    """One batch shape's graph and the event its upload records (an event-record node
+    right after the upload, so the next host write waits for the upload only, as after a
+    normal one, not for the copies)."""
+
+    __slots__ = ("graph", "uploaded")
+
+    def __init__(self, graph: torch.cuda.CUDAGraph, uploaded: torch.Event) -> None:
+        self.graph = graph
+        self.uploaded = uploaded
+
+    def replay(self, st: Storage) -> None:
+        self.graph.replay()
+        st.note_async_read(self.uploaded)
+
+
+Entry: TypeAlias = "Captured | int"
+"""What a storage keeps per batch shape: its graph, or _SEEN / _FAILED."""
+
+
+def _plain(bufs: Kernelled, n: int, top: int, uploaded: torch.Event | None = None) -> None:
     ds, dd, dk = bufs._device_columns(n)
+    if uploaded is not None:
+        uploaded.record()
     table_copy(ds, dd, dk, n, top)
 
 
@@ -116,25 +154,27 @@ def _put(graphs: OrderedDict[tuple[int, int, int], Entry], key: tuple[int, int, 
     graphs.move_to_end(key)
     while len(graphs) > 2 * PER_STORAGE:  # graphs and seen-once shapes together
         graphs.popitem(last=False)
-    captured = [k for k, v in graphs.items() if isinstance(v, torch.cuda.CUDAGraph)]
-    for k in captured[: max(0, len(captured) - PER_STORAGE)]:
+    held = [k for k, v in graphs.items() if isinstance(v, Captured)]
+    for k in held[: max(0, len(held) - PER_STORAGE)]:
         del graphs[k]
 
 
-def _capture(bufs: Kernelled, st: Storage, n: int, top: int) -> torch.cuda.CUDAGraph | None:
-    """The graph of ``n`` copies' upload and launch, captured on a side stream (nothing
-    runs: the caller replays it), or None when this runtime refuses the capture."""
-    side = _engines._side_stream(torch.cuda.current_stream().device)
+def _capture(bufs: Kernelled, st: Storage, n: int, top: int) -> Captured | None:
+    """The graph of ``n`` copies' upload and launch, captured on this thread's capture
+    stream (nothing runs: the caller replays it), or None when this runtime refuses the
+    capture."""
+    side = _capture_stream(torch.cuda.current_stream().device)
     graph = torch.cuda.CUDAGraph()
+    uploaded = _cuda.Event(external=True)  # captured as a node that records it at each replay
     side.wait_stream(torch.cuda.current_stream())
     try:
         with torch.cuda.stream(side), st.untracked():
             graph.capture_begin(capture_error_mode="thread_local")
             try:
-                _plain(bufs, n, top)
+                _plain(bufs, n, top, uploaded)
             finally:
                 graph.capture_end()
     except RuntimeError:
         return None
     torch.cuda.current_stream().wait_stream(side)
-    return graph
+    return Captured(graph, uploaded)
