@@ -46,7 +46,8 @@ assert pool.allocated == 2, pool.allocated
 
 # a shape swapped again on the CPU launches again: graphs are a CUDA path only
 b = pool.acquire(24)
-b.add_copies(0, ptr_tensor(srcs).view(torch.uint64), ptr_tensor(dsts).view(torch.uint64), sizes.numpy().astype(np.uint64))
+u64 = torch.uint64
+b.add_copies(0, ptr_tensor(srcs).view(u64), ptr_tensor(dsts).view(u64), sizes.numpy().astype(np.uint64))
 for _ in range(3):
     for d in dsts:
         d.zero_()
