@@ -11,8 +11,8 @@ runs, so new descriptors need no new graph.
 
 - Key: the table's capacity (the column offsets), ``n`` and the largest byte count (the
   grid and the kernel's knobs). A shape is captured at its second swap, so a batch shape
-  seen once never pays a capture (about a millisecond); at most :data:`PER_STORAGE`
-  shapes are kept per storage (least recently used dropped), in the storage's
+  seen once never pays a capture (not timed here; more than a launch); at most
+  :data:`PER_STORAGE` shapes are kept per storage (least recently used dropped), in the storage's
   ``derived`` slot: they live as long as the memory they hold, across pool hand-overs.
 - Taken only on CUDA, outside a capture of the caller's (a swap inside the caller's own
   graph capture launches normally and becomes part of that graph), and not in checked
