@@ -165,7 +165,10 @@ def _capture(bufs: Kernelled, st: Storage, n: int, top: int) -> Captured | None:
     capture."""
     side = _capture_stream(torch.cuda.current_stream().device)
     graph = torch.cuda.CUDAGraph()
-    uploaded = _cuda.Event(external=True)  # captured as a node that records it at each replay
+    try:  # captured as a node that records the event at each replay
+        uploaded = _cuda.Event(external=True)
+    except TypeError:  # a torch without external events (before 2.5): no graphs
+        return None
     side.wait_stream(torch.cuda.current_stream())
     try:
         with torch.cuda.stream(side), st.untracked():
