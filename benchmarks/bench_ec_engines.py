@@ -98,12 +98,14 @@ def _host_us(fn: Callable[[], object], number: int = 10, repeat: int = 3) -> flo
 
 
 def _without_graphs(fn: Callable[[], object]) -> None:
-    """``fn()`` with the kernel path's replayed graphs switched off (the launch of before)."""
+    """``fn()`` with the kernel path's replayed graphs switched off (the launch of before),
+    then the setting as it was."""
+    before = swap_graphs()
     swap_graphs(False)
     try:
         fn()
     finally:
-        swap_graphs(True)
+        swap_graphs(before)
 
 
 def host_table_rival(

@@ -25,16 +25,15 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol, TypeAlias
 
 import torch
 
 from devptr import PtrTypeError
 from devptr._core_api import Storage, describe
 from devptr._core_api import checked_registry as _checked
+from devptr.adapters.ec_connector import _engines
 from devptr.adapters.ec_connector._engines import table_copy
-
-_cuda: Any = torch.cuda  # its Stream is untyped on some torch releases
 
 PER_STORAGE = 4
 """Batch shapes whose graphs one descriptor storage keeps."""
@@ -68,10 +67,10 @@ def _capture_stream(device: torch.device) -> torch.cuda.Stream:
     streams: dict[int, torch.cuda.Stream] | None = getattr(_local, "streams", None)
     if streams is None:
         streams = _local.streams = {}
-    index = device.index if device.index is not None else torch.cuda.current_device()
+    index = _engines._index(device)
     side = streams.get(index)
     if side is None:
-        side = streams[index] = _cuda.Stream(torch.device("cuda", index))
+        side = streams[index] = _engines._cuda.Stream(torch.device("cuda", index))
     return side
 
 
@@ -85,16 +84,16 @@ def swap_graphs(enabled: bool | None = None) -> bool:
     return _State.enabled
 
 
-def launch(bufs: Kernelled, n: int, top: int, cuda: bool) -> bool:
+def launch(bufs: Kernelled, n: int, top: int, cuda: bool) -> None:
     """Swap the first ``n`` descriptors of ``bufs`` on the SM kernel: upload and launch
-    on the current stream, or replay their graph. Returns whether a graph ran."""
+    on the current stream, or replay their graph."""
     if (
         not (cuda and _State.enabled)
         or (_checked.ENABLED and _checked.is_enabled())
         or torch.cuda.is_current_stream_capturing()
     ):
         _plain(bufs, n, top)
-        return False
+        return
     st = bufs._live()
     graphs = st.derived.get(_SLOT)
     if graphs is None:
@@ -105,21 +104,20 @@ def launch(bufs: Kernelled, n: int, top: int, cuda: bool) -> bool:
     if isinstance(hit, Captured):
         graphs.move_to_end(key)
         hit.replay(st)
-        return True
+        return
     if hit == _FAILED:
         _plain(bufs, n, top)
-        return False
+        return
     if hit is None:  # first sight: launch, remember the shape
         _plain(bufs, n, top)
         _put(graphs, key, _SEEN)
-        return False
+        return
     captured = _capture(bufs, st, n, top)
     _put(graphs, key, _FAILED if captured is None else captured)
     if captured is None:
         _plain(bufs, n, top)
-        return False
+        return
     captured.replay(st)
-    return True
 
 
 class Captured:
@@ -166,7 +164,7 @@ def _capture(bufs: Kernelled, st: Storage, n: int, top: int) -> Captured | None:
     side = _capture_stream(torch.cuda.current_stream().device)
     graph = torch.cuda.CUDAGraph()
     try:  # captured as a node that records the event at each replay
-        uploaded = _cuda.Event(external=True)
+        uploaded = _engines._cuda.Event(external=True)
     except TypeError:  # a torch without external events (before 2.5): no graphs
         return None
     side.wait_stream(torch.cuda.current_stream())
